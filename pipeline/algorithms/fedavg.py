@@ -1,0 +1,43 @@
+"""FedAvg (McMahan et al. 2017): plain local SGD, the server averages parameters weighted by sample count."""
+from __future__ import annotations
+
+import torch
+
+from pipeline.algorithms.common import weighted_sum
+
+NAME = "fedavg"
+HYPERPARAMS: dict = {}
+SENT_DOWN: tuple = ()  # server-state entries sent to each client besides the parameters
+SENT_UP = ("params",)  # upload entries that travel to the server
+
+
+def check(path, hp):
+    return []
+
+
+def init_state(global_params, num_clients, hp):
+    return {"params": global_params}
+
+
+def shared_context(state, hp):
+    return {}
+
+
+def client_context(state, client, hp):
+    return {}
+
+
+def penalty(params, shared, ctx, hp):
+    return torch.zeros(())
+
+
+def upload_needs_fisher(hp):
+    return False
+
+
+def client_upload(params, fisher, hp):
+    return {"params": params}
+
+
+def aggregate(state, uploads, weights, hp):
+    return {**state, "params": weighted_sum(uploads, weights, "params")}

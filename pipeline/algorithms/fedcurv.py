@@ -1,0 +1,111 @@
+"""FedCurv (Shoham et al. 2019): EWC's Fisher penalty between clients, kept cheap by two server sums.
+
+Client k at round t minimises (the paper's eq. 3)
+
+    L_k(θ) + λ Σ_{j≠k} (θ − θ_j)ᵀ diag(F_j) (θ − θ_j),
+
+θ_j and F_j being client j's last trained parameters and the diagonal Fisher there. Section 3.1
+expands the sum: with u = Σ_j F_j and v = Σ_j F_j·θ_j kept by the server, client k evaluates it from
+u − F_k and v − F_k·θ_k (its own term subtracted; `client_context`), which `penalty` evaluates:
+
+    λ [ θᵀ(u − F_k)θ − 2 θᵀ(v − F_k·θ_k) + Σ(w − F_k·θ_k²) ],   w = Σ_j F_j·θ_j².
+
+The last term is a constant (no gradient); it is kept so the value equals the explicit sum exactly
+(tests/test_algorithms.py checks this against the pairwise form).
+
+Which uploads the sums cover (`sums_over`): the paper uses every client every round (C = 1), where
+both readings agree. With C < 1, `latest` keeps every client's most recent upload in the sums (the
+paper's footnote: the method "can be easily adapted"; eq. 3 sums over all other nodes), `participants`
+uses only this round's cohort.
+
+The Fisher is the diagonal empirical Fisher (`fisher_labels: true`) or the one with labels sampled from
+the model (`sampled`), averaged over per-sample squared gradients of `fisher_samples` of the client's
+samples (null: all of them), computed by pipeline.fisher at the client's new parameters.
+"""
+from __future__ import annotations
+
+import torch
+
+from pipeline.algorithms.common import weighted_sum, zeros_like
+from pipeline.config import check_choice, check_int, check_nonnegative
+
+NAME = "fedcurv"
+HYPERPARAMS = {"lambda": 1.0, "fisher_samples": None, "fisher_labels": "true", "sums_over": "latest"}
+SENT_DOWN = ("u", "v")  # besides θ (section 3.1: "two additional elements ... of the same size as θ")
+SENT_UP = ("params", "fisher", "fisher_params")
+
+
+def check(path, hp):
+    problems = check_nonnegative(f"{path}.lambda", hp["lambda"])
+    if hp["fisher_samples"] is not None:
+        problems += check_int(f"{path}.fisher_samples", hp["fisher_samples"], 1)
+    problems += check_choice(f"{path}.fisher_labels", hp["fisher_labels"], ("true", "sampled"))
+    problems += check_choice(f"{path}.sums_over", hp["sums_over"], ("latest", "participants"))
+    return problems
+
+
+def init_state(global_params, num_clients, hp):
+    zero = zeros_like(global_params)
+    return {
+        "params": global_params,
+        "u": zero, "v": dict(zero), "w_total": torch.zeros(()),
+        # Each client's own last upload (F_k, F_k·θ_k, F_k·θ_k²): in deployment the client keeps it;
+        # the simulation keeps it here. Clients that never uploaded have zeros.
+        "last": {},
+    }
+
+
+def shared_context(state, hp):
+    return {}
+
+
+def client_context(state, client, hp):
+    """The sums with the client's own last upload taken out: u − F_k, v − F_k·θ_k and the constant.
+
+    Subtracted once per round here rather than at every local step."""
+    own = state["last"].get(client)
+    if own is None:
+        return {"fisher_others": state["u"], "anchor_others": state["v"], "constant": state["w_total"]}
+    return {
+        "fisher_others": {n: state["u"][n] - own["fisher"][n] for n in state["u"]},
+        "anchor_others": {n: state["v"][n] - own["fisher_params"][n] for n in state["v"]},
+        "constant": state["w_total"] - own["fisher_params2"],
+    }
+
+
+def penalty(params, shared, ctx, hp):
+    quadratic = linear = 0.0
+    for name, theta in params.items():
+        quadratic = quadratic + (ctx["fisher_others"][name] * theta * theta).sum()
+        linear = linear + (ctx["anchor_others"][name] * theta).sum()
+    return hp["lambda"] * (quadratic - 2.0 * linear + ctx["constant"])
+
+
+def penalty_grad(params, shared, ctx, hp):
+    """∂penalty/∂θ = 2λ[(u − F_k)·θ − (v − F_k·θ_k)], elementwise (works on stacked cohorts too)."""
+    return {name: 2.0 * hp["lambda"] * (ctx["fisher_others"][name] * theta - ctx["anchor_others"][name])
+            for name, theta in params.items()}
+
+
+def upload_needs_fisher(hp):
+    return True
+
+
+def client_upload(params, fisher, hp):
+    fisher_params = {name: fisher[name] * params[name] for name in params}
+    return {"params": params, "fisher": fisher, "fisher_params": fisher_params,
+            "fisher_params2": sum((fisher_params[n] * params[n]).sum() for n in params)}
+
+
+def aggregate(state, uploads, weights, hp):
+    """θ ← weighted mean of the cohort; u, v and Σ F·θ² ← sums over the uploads `sums_over` says."""
+    last = dict(state["last"]) if hp["sums_over"] == "latest" else {}
+    for up in uploads:
+        last[up["client"]] = {key: up[key] for key in ("fisher", "fisher_params", "fisher_params2")}
+    kept = list(last.values())
+    ones = [1.0] * len(kept)
+    u = weighted_sum(kept, ones, "fisher")
+    v = weighted_sum(kept, ones, "fisher_params")
+    w_total = sum(entry["fisher_params2"] for entry in kept)
+    return {"params": weighted_sum(uploads, weights, "params"), "u": u, "v": v, "w_total": w_total,
+            "last": last}

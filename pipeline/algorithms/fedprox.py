@@ -1,0 +1,34 @@
+"""FedProx (Li et al. 2020): FedAvg plus the proximal term μ/2·‖θ − θ_t‖² in every local objective."""
+from __future__ import annotations
+
+from pipeline.algorithms import fedavg
+from pipeline.config import check_nonnegative
+
+NAME = "fedprox"
+HYPERPARAMS = {"mu": 0.01}
+SENT_DOWN = fedavg.SENT_DOWN
+SENT_UP = fedavg.SENT_UP
+
+init_state = fedavg.init_state
+client_context = fedavg.client_context
+upload_needs_fisher = fedavg.upload_needs_fisher
+client_upload = fedavg.client_upload
+aggregate = fedavg.aggregate
+
+
+def check(path, hp):
+    return check_nonnegative(f"{path}.mu", hp["mu"])
+
+
+def shared_context(state, hp):
+    return {"global": state["params"]}
+
+
+def penalty(params, shared, ctx, hp):
+    squared_distance = sum(((params[n] - shared["global"][n]) ** 2).sum() for n in params)
+    return 0.5 * hp["mu"] * squared_distance
+
+
+def penalty_grad(params, shared, ctx, hp):
+    """∂penalty/∂θ = μ(θ − θ_t), elementwise (works on stacked cohorts too)."""
+    return {name: hp["mu"] * (theta - shared["global"][name]) for name, theta in params.items()}

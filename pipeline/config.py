@@ -1,0 +1,303 @@
+"""params.yaml: loading, validation and the resolved settings of each run.
+
+    python -m pipeline.config --check     # validate params.yaml (and grid.yaml) without running anything
+
+Every stage validates the params before it does any work. A problem is reported as one line naming the
+key path, the bad value and what is allowed; all problems are reported at once.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import numbers
+import re
+from pathlib import Path
+
+import yaml
+
+from pipeline.errors import UserError, exit_on_user_error
+
+PARAMS_FILE = Path("params.yaml")
+GRID_FILE = Path("grid.yaml")
+PROFILES = ("default", "paper")
+SCHEMES = ("iid", "shards", "dirichlet", "clusters", "natural")
+
+
+# ---------------------------------------------------------------- small checks, each returning problems
+
+def is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(path, value, low=None, high=None):
+    if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+        return [f"{path}: {value!r} is not allowed; expected {bounds}"]
+    return []
+
+
+def check_positive(path, value):
+    if not is_number(value) or not value > 0:
+        return [f"{path}: {value!r} is not allowed; expected a number > 0"]
+    return []
+
+
+def check_nonnegative(path, value):
+    if not is_number(value) or value < 0:
+        return [f"{path}: {value!r} is not allowed; expected a number >= 0"]
+    return []
+
+
+def check_fraction(path, value, low_open=True, high=1.0):
+    if not is_number(value) or not ((0 < value) if low_open else (0 <= value)) or value > high:
+        interval = f"(0, {high}]" if low_open else f"[0, {high}]"
+        return [f"{path}: {value!r} is not allowed; expected a number in {interval}"]
+    return []
+
+
+def check_choice(path, value, choices):
+    if value not in choices:
+        return [f"{path}: {value!r} is not allowed; expected one of {', '.join(map(str, choices))}"]
+    return []
+
+
+def check_keys(path, mapping, allowed, required=()):
+    """Unknown keys (with a "did you mean") and missing required keys of one mapping."""
+    problems, suggested = [], set()
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), list(allowed), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(sorted(allowed))}"
+            problems.append(f"{path}.{key}: unknown key{hint}")
+            suggested.update(close)
+    # A misspelt required key is one problem: its "did you mean" line already names the missing key.
+    problems += [f"{path}.{key}: missing; required" for key in required
+                 if key not in mapping and key not in suggested]
+    return problems
+
+
+def check_profiles(path, value):
+    if not isinstance(value, list) or not value or any(p not in PROFILES for p in value):
+        return [f"{path}: {value!r} is not allowed; expected a list drawn from {', '.join(PROFILES)}"]
+    return []
+
+
+def in_profile(settings: dict, profile: str) -> bool:
+    """Runs and partitions belong to both profiles unless their `profiles` list says otherwise."""
+    return profile in settings.get("profiles", PROFILES)
+
+
+def check_mapping(path, value):
+    return [] if isinstance(value, dict) else [f"{path}: {value!r} is not allowed; expected a mapping"]
+
+
+# ---------------------------------------------------------------- sections
+
+PARTITION_KEYS = {
+    "iid": ({"clients"}, set()),
+    "shards": ({"clients", "shards_per_client"}, {"shard_size", "shard_cut"}),
+    "dirichlet": ({"clients", "alpha"}, {"equal_size"}),
+    "clusters": ({"cluster_sizes", "samples_per_client"}, {"classes_per_cluster", "cluster_classes"}),
+    "natural": (set(), {"max_clients"}),
+}
+PARTITION_COMMON = {"dataset", "scheme", "seed", "val_fraction", "profiles"}
+
+
+def check_partition(path, settings, datasets):
+    problems = check_mapping(path, settings)
+    if problems:
+        return problems
+    scheme = settings.get("scheme")
+    if scheme not in PARTITION_KEYS:
+        return check_choice(f"{path}.scheme", scheme, SCHEMES)
+    required, optional = PARTITION_KEYS[scheme]
+    problems += check_keys(path, settings, PARTITION_COMMON | required | optional,
+                           required=("dataset", "scheme", "seed") + tuple(sorted(required)))
+    if "dataset" in settings:
+        problems += check_choice(f"{path}.dataset", settings["dataset"], datasets)
+    if "seed" in settings:
+        problems += check_int(f"{path}.seed", settings["seed"], 0)
+    if "profiles" in settings:
+        problems += check_profiles(f"{path}.profiles", settings["profiles"])
+    if "val_fraction" in settings:
+        problems += check_fraction(f"{path}.val_fraction", settings["val_fraction"], low_open=False, high=0.9)
+    for key in ("clients", "shards_per_client", "shard_size", "samples_per_client", "classes_per_cluster",
+                "max_clients"):
+        if key in settings and not (key in ("shard_size", "max_clients") and settings[key] is None):
+            problems += check_int(f"{path}.{key}", settings[key], 1)
+    if "shard_cut" in settings:
+        problems += check_choice(f"{path}.shard_cut", settings["shard_cut"], ("one_label", "sorted"))
+    if "alpha" in settings:
+        problems += check_positive(f"{path}.alpha", settings["alpha"])
+    if "equal_size" in settings and not isinstance(settings["equal_size"], bool):
+        problems.append(f"{path}.equal_size: {settings['equal_size']!r} is not allowed; expected true or false")
+    if "cluster_sizes" in settings:
+        sizes = settings["cluster_sizes"]
+        if not isinstance(sizes, list) or not sizes or not all(is_int(s) and s >= 1 for s in sizes):
+            problems.append(f"{path}.cluster_sizes: {sizes!r} is not allowed; expected a list of integers >= 1")
+    if settings.get("cluster_classes") is not None:
+        groups = settings["cluster_classes"]
+        if not isinstance(groups, list) or not all(isinstance(g, list) and g and all(is_int(c) for c in g)
+                                                   for g in groups):
+            problems.append(f"{path}.cluster_classes: {groups!r} is not allowed; expected a list of class lists")
+        else:
+            flat = [c for g in groups for c in g]
+            if len(set(flat)) != len(flat):
+                problems.append(f"{path}.cluster_classes: {groups!r} overlap; each class may belong to one "
+                                "cluster only")
+    return problems
+
+
+def check_datasets(params):
+    from pipeline.datasets import DATASETS
+
+    datasets = params.get("datasets")
+    problems = check_mapping("datasets", datasets)
+    if problems:
+        return problems
+    for name, overrides in datasets.items():
+        if name not in DATASETS:
+            close = difflib.get_close_matches(str(name), list(DATASETS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(DATASETS)}"
+            problems.append(f"datasets.{name}: unknown dataset{hint}")
+            continue
+        overrides = overrides or {}
+        not_mapping = check_mapping(f"datasets.{name}", overrides)
+        problems += not_mapping
+        if not not_mapping:
+            problems += check_keys(f"datasets.{name}", overrides, {"train_size", "test_size"})
+            for key, value in overrides.items():
+                if key in ("train_size", "test_size"):
+                    problems += check_int(f"datasets.{name}.{key}", value, 1)
+    return problems
+
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def check_id(path):
+    """Ids become DVC stage names and params key paths, where a dot would mean nesting."""
+    name = path.rsplit(".", 1)[-1]
+    if not ID_PATTERN.match(name):
+        return [f"{path}: the name {name!r} is not allowed; use letters, digits, _ and - only"]
+    return []
+
+
+def check_partitions(params):
+    partitions = params.get("partitions")
+    problems = check_mapping("partitions", partitions)
+    if problems:
+        return problems
+    datasets = list((params.get("datasets") or {}).keys())
+    for name, settings in partitions.items():
+        problems += check_id(f"partitions.{name}")
+        problems += check_partition(f"partitions.{name}", settings, datasets)
+    return problems
+
+
+def check_runs(params):
+    from pipeline.runs import check_run  # the run schema lives beside the run resolution
+
+    runs = params.get("runs") or {}
+    problems = check_mapping("runs", runs)
+    if problems:
+        return problems
+    for key, settings in runs.items():
+        problems += check_id(f"runs.{key}")
+        problems += check_run(f"runs.{key}", settings, params)
+    return problems
+
+
+def check_params(params) -> list[str]:
+    """Every problem in params, one line each (empty when all is well)."""
+    if not isinstance(params, dict):
+        return [f"{PARAMS_FILE}: expected a mapping at the top level"]
+    problems = check_keys("params", params, {"profile", "datasets", "partitions", "runs", "templates"},
+                          required=("profile", "datasets", "partitions"))
+    problems = [p.replace("params.", "", 1) for p in problems]
+    problems += check_choice("profile", params.get("profile"), PROFILES)
+    problems += check_datasets(params)
+    if not problems:
+        problems += check_partitions(params)
+    if not problems:
+        problems += check_runs(params)
+    return problems
+
+
+# ---------------------------------------------------------------- the grid: what dvc.yaml iterates over
+
+def derive_grid(params) -> dict:
+    """The runs of the active profile, the partitions they use or that belong to the profile, and the
+    datasets those partitions use.
+
+    dvc.yaml cannot compute this (its templating has no expressions), so it lives in grid.yaml,
+    written by `python -m pipeline.profile` and checked here against params.yaml before every stage.
+    """
+    profile = params["profile"]
+
+    def partition_of(run):  # the default profile may scale a run onto a smaller partition
+        scaled = run.get("scaled", {}) if profile == "default" else {}
+        return scaled.get("partition", run["partition"])
+
+    runs = {key: {"partition": partition_of(settings),
+                  "dataset": params["partitions"][partition_of(settings)]["dataset"]}
+            for key, settings in (params.get("runs") or {}).items() if in_profile(settings, profile)}
+    used = {r["partition"] for r in runs.values()}
+    partitions = {name: {"dataset": settings["dataset"]}
+                  for name, settings in params["partitions"].items()
+                  if name in used or in_profile(settings, profile)}
+    datasets = sorted({p["dataset"] for p in partitions.values()})
+    return {"profile": profile, "datasets": datasets, "partitions": partitions, "runs": runs}
+
+
+def read_yaml(path: Path):
+    if not path.is_file():
+        raise UserError(f"{path}: file not found")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise UserError(f"{path}: not valid YAML{where}") from None
+
+
+def load_params(path: Path = PARAMS_FILE) -> dict:
+    params = read_yaml(path)
+    if not isinstance(params, dict):
+        raise UserError(f"{path}: expected a mapping at the top level")
+    return params
+
+
+def load_checked_params(path: Path = PARAMS_FILE, grid_path: Path | None = GRID_FILE) -> dict:
+    """params.yaml, validated, with grid.yaml checked to be the one these params give."""
+    params = load_params(path)
+    problems = check_params(params)
+    if problems:
+        raise UserError("\n".join(problems))
+    if grid_path is not None:
+        grid = read_yaml(grid_path) if grid_path.exists() else None
+        if not isinstance(grid, dict) or grid.get("grid") != derive_grid(params):
+            raise UserError(f"{grid_path}: out of date with {path} (profile {params['profile']}); "
+                            f"run `python -m pipeline.profile {params['profile']}`")
+    return params
+
+
+@exit_on_user_error
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Validate params.yaml without running anything.")
+    parser.add_argument("--check", action="store_true", help="validate and report (the default action)")
+    parser.add_argument("--params", type=Path, default=PARAMS_FILE)
+    args = parser.parse_args(argv)
+    params = load_checked_params(args.params)
+    grid = derive_grid(params)
+    print(f"{args.params}: ok (profile {params['profile']}: {len(grid['datasets'])} datasets, "
+          f"{len(grid['partitions'])} partitions, {len(grid['runs'])} runs)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Switch the active profile and rewrite grid.yaml, the list of stages dvc.yaml iterates over.
+
+    python -m pipeline.profile default    # laptop CPU: scaled runs (runs.<key>.scaled applied)
+    python -m pipeline.profile paper      # the papers' published settings, for a GPU
+    python -m pipeline.profile            # rewrite grid.yaml for the current profile (after editing runs)
+
+Only the `profile:` line of params.yaml is changed (comments and layout are kept).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+
+import yaml
+
+from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, derive_grid, load_checked_params, load_params
+from pipeline.errors import UserError, exit_on_user_error
+from pipeline.io import write_text
+
+GRID_HEADER = ("# Written by `python -m pipeline.profile` from params.yaml; do not edit by hand.\n"
+               "# dvc.yaml iterates over these ids (its templating cannot filter runs by profile).\n")
+
+
+def set_profile_line(text: str, profile: str) -> str:
+    updated, count = re.subn(r"(?m)^profile:.*$", f"profile: {profile}", text, count=1)
+    if count != 1:
+        raise UserError(f"{PARAMS_FILE}: no top-level `profile:` line to change")
+    return updated
+
+
+@exit_on_user_error
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("profile", nargs="?", choices=PROFILES)
+    args = parser.parse_args(argv)
+    if args.profile:
+        text = PARAMS_FILE.read_text()
+        write_text(PARAMS_FILE, set_profile_line(text, args.profile))
+    params = load_checked_params(grid_path=None)
+    grid = derive_grid(params)
+    write_text(GRID_FILE, GRID_HEADER + yaml.safe_dump({"grid": grid}, sort_keys=True))
+    print(f"profile {grid['profile']}: {len(grid['datasets'])} datasets, {len(grid['partitions'])} partitions, "
+          f"{len(grid['runs'])} runs -> {GRID_FILE}")
+
+
+if __name__ == "__main__":
+    main()

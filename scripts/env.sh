@@ -1,0 +1,16 @@
+# Sourced by the other scripts: create (once) and activate the project's virtual environment.
+# FEDFORGET_VENV overrides where it lives (default: .venv in the repository).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${FEDFORGET_VENV:-$repo/.venv}"
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+# shellcheck disable=SC1091
+source "$venv/bin/activate"
+stamp="$venv/.fedforget-installed"
+if [ ! -f "$stamp" ] || [ "$repo/pyproject.toml" -nt "$stamp" ] || ! python -c "import pipeline, sys; sys.exit(not pipeline.__file__.startswith('$repo/'))" 2>/dev/null; then
+    pip install --quiet --disable-pip-version-check -e "$repo[dev]"
+    touch "$stamp"
+fi
+cd "$repo"
