@@ -22,6 +22,34 @@ from torch.func import functional_call, grad_and_value, vmap
 from pipeline.fisher import diagonal_fisher
 
 
+# ---------------------------------------------------------------- memory
+
+# glibc serves allocations above its mmap threshold (at most 32 MiB) with fresh mmap'd pages and
+# returns them on free, so every step of a large cohort paid page faults for its stacked tensors: on
+# the FedCurv default run, 45 of 46 seconds were system time. Cohorts are therefore trained in chunks
+# whose largest stacked tensor stays under the threshold, with the threshold raised to its maximum.
+CHUNK_BYTES = 24 * 1024 * 1024
+
+
+def tune_allocator() -> None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep freed memory for the next step
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+def cohort_chunk_size(params: dict) -> int:
+    """How many clients to stack at once: a function of the model only, so results never depend
+    on the machine (the chunk also keys the dropout stream)."""
+    largest = max(value.numel() * value.element_size() for value in params.values())
+    return max(1, CHUNK_BYTES // largest)
+
+
 # ---------------------------------------------------------------- data and randomness
 
 @dataclass
@@ -241,7 +269,7 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
     objective = make_objective(model, algorithm, hp)
     sgd = SGD(settings["lr"], settings["momentum"], settings["weight_decay"])
     shared = algorithm.shared_context(state, hp)
-    chunk = max_chunk or len(cohort)
+    chunk = max_chunk or cohort_chunk_size(state["params"])
     uploads, losses = [], []
     for start in range(0, len(cohort), chunk):
         members = cohort[start:start + chunk]

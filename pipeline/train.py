@@ -23,7 +23,7 @@ from tqdm import tqdm
 from pipeline.algorithms import get_algorithm
 from pipeline.config import load_checked_params
 from pipeline.datasets import dataset_spec, load_prepared, prepared_path
-from pipeline.engine import ClientData, channel_stats, evaluate, rounds_to_accuracy, run_round
+from pipeline.engine import ClientData, channel_stats, evaluate, rounds_to_accuracy, run_round, tune_allocator
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import atomic_path, sha256_file, write_json
 from pipeline.models import build_model
@@ -181,6 +181,7 @@ def main(argv=None) -> None:
     if args.key not in (params.get("runs") or {}):
         raise UserError(f"runs.{args.key}: no such run; defined: {', '.join(params.get('runs') or {})}")
     torch.set_num_threads(int(os.environ.get("FEDFORGET_THREADS", torch.get_num_threads())))
+    tune_allocator()
     summary = train_run(params, args.key, vectorized=not args.sequential, progress=not os.environ.get("CI"))
     print(f"{args.key}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
           f"rounds to target {summary['rounds_to_accuracy']}")

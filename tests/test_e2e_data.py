@@ -3,21 +3,15 @@ generated MNIST mirror: outputs appear, a second repro does nothing, and a chang
 reruns that partition's stage only (also through `dvc exp run -S`)."""
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
+from helpers import REPO, STAGE_LINE, Repo, copy_project, write_mirror
+
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[1]
-VENV_BIN = Path(sys.executable).parent
 PARTITION_FILES = ("clients.npz", "label_counts.json", "meta.json", "label_mix.png")
 PARTITIONS = {
     "shards": {"dataset": "mnist", "scheme": "shards", "clients": 10, "shards_per_client": 2, "seed": 0},
@@ -26,18 +20,6 @@ PARTITIONS = {
     "clusters": {"dataset": "mnist", "scheme": "clusters", "cluster_sizes": [2, 3], "classes_per_cluster": 2,
                  "samples_per_client": 40, "seed": 0},
 }
-STAGE_LINE = re.compile(r"Running stage '([^']+)'")
-
-
-def write_mirror(folder: Path) -> None:
-    rng = np.random.default_rng(0)
-    folder.mkdir()
-    with open(folder / "mnist.npz", "wb") as handle:
-        np.savez(handle,
-                 x_train=rng.integers(0, 256, size=(600, 28, 28, 1), dtype=np.uint8),
-                 y_train=rng.integers(0, 10, size=600).astype(np.int64),
-                 x_test=rng.integers(0, 256, size=(100, 28, 28, 1), dtype=np.uint8),
-                 y_test=rng.integers(0, 10, size=100).astype(np.int64))
 
 
 def data_stages_only(dvc_yaml: dict) -> dict:
@@ -47,61 +29,17 @@ def data_stages_only(dvc_yaml: dict) -> dict:
     return {**dvc_yaml, "stages": stages}
 
 
-class Repo:
-    def __init__(self, root: Path, mirror: Path, home: Path):
-        self.root = root
-        self.env = {key: value for key, value in os.environ.items()
-                    if key not in ("PYTHONPATH", "no_proxy", "NO_PROXY", "GIT_DIR", "GIT_WORK_TREE")}
-        self.env.update({
-            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-            "FEDFORGET_DATA_MIRROR": str(mirror),
-            "MPLBACKEND": "Agg",
-            "DVC_NO_ANALYTICS": "1",
-            "DVC_SITE_CACHE_DIR": str(home / "dvc-site-cache"),
-            "HOME": str(home),  # a git and dvc global config of its own
-            "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.com",
-            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.com",
-            # Nothing here needs the network; refuse it at once rather than wait on it.
-            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
-            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-        })
-
-    def run(self, *args: str, check: bool = True, timeout: float = 120) -> str:
-        result = subprocess.run(list(args), cwd=self.root, env=self.env, capture_output=True, text=True,
-                                timeout=timeout)
-        output = result.stdout + result.stderr
-        if check:
-            assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
-        return output
-
-    def stages_run(self, *args: str) -> set[str]:
-        return set(STAGE_LINE.findall(self.run(*args)))
-
-    def params(self) -> dict:
-        return yaml.safe_load((self.root / "params.yaml").read_text())
-
-    def write_params(self, params: dict) -> None:
-        (self.root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-
-
 @pytest.fixture
 def repo(tmp_path) -> Repo:
     root = tmp_path / "repo"
-    root.mkdir()
-    shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "pyproject.toml", root)
-    dvc_yaml = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    (root / "dvc.yaml").write_text(yaml.safe_dump(data_stages_only(dvc_yaml), sort_keys=False))
+    copy_project(root, data_stages_only(yaml.safe_load((REPO / "dvc.yaml").read_text())))
     write_mirror(tmp_path / "mirror")
     (tmp_path / "home").mkdir()
     repo = Repo(root, tmp_path / "mirror", tmp_path / "home")
     repo.write_params({"profile": "default", "datasets": {"mnist": {"train_size": 600, "test_size": 100}},
                        "partitions": PARTITIONS, "runs": {}})
     repo.run(sys.executable, "-m", "pipeline.profile")
-    repo.run("git", "init", "-q")
-    repo.run("dvc", "init", "-q")
-    repo.run("git", "add", "-A")
-    repo.run("git", "commit", "-q", "-m", "pipeline")
+    repo.init_git_dvc()
     return repo
 
 

@@ -1,0 +1,99 @@
+"""Shared by the end-to-end tests: a temporary git + DVC repository holding a copy of the pipeline, and a
+tiny generated dataset mirror (so nothing is downloaded)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+STAGE_LINE = re.compile(r"Running stage '([^']+)'")
+
+
+def write_mirror(folder: Path, train_size: int = 600, test_size: int = 100, learnable: bool = False) -> None:
+    """<folder>/mnist.npz in the prepared-dataset format. Random images by default; with `learnable`,
+    each label is a fixed random pattern plus noise, so a model can learn it in a round or two."""
+    rng = np.random.default_rng(0)
+    folder.mkdir()
+    if learnable:
+        prototypes = rng.integers(0, 256, size=(10, 28, 28, 1)).astype(np.float64)
+
+        def images(labels):
+            noise = rng.integers(0, 256, size=(len(labels), 28, 28, 1))
+            return np.clip(0.5 * prototypes[labels] + 0.5 * noise, 0, 255).astype(np.uint8)
+
+        y_train = rng.integers(0, 10, size=train_size).astype(np.int64)
+        y_test = rng.integers(0, 10, size=test_size).astype(np.int64)
+        arrays = {"x_train": images(y_train), "y_train": y_train, "x_test": images(y_test), "y_test": y_test}
+    else:
+        arrays = {"x_train": rng.integers(0, 256, size=(train_size, 28, 28, 1), dtype=np.uint8),
+                  "y_train": rng.integers(0, 10, size=train_size).astype(np.int64),
+                  "x_test": rng.integers(0, 256, size=(test_size, 28, 28, 1), dtype=np.uint8),
+                  "y_test": rng.integers(0, 10, size=test_size).astype(np.int64)}
+    with open(folder / "mnist.npz", "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def copy_project(root: Path, dvc_yaml: dict | None = None) -> None:
+    """pipeline/, pyproject.toml and dvc.yaml (the real one, or `dvc_yaml` in its place) into `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", root)
+    if dvc_yaml is None:
+        shutil.copy(REPO / "dvc.yaml", root)
+    else:
+        (root / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
+
+
+class Repo:
+    def __init__(self, root: Path, mirror: Path, home: Path, extra_env: dict | None = None):
+        self.root = root
+        self.env = {key: value for key, value in os.environ.items()
+                    if key not in ("PYTHONPATH", "no_proxy", "NO_PROXY", "GIT_DIR", "GIT_WORK_TREE")}
+        self.env.update({
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "FEDFORGET_DATA_MIRROR": str(mirror),
+            "MPLBACKEND": "Agg",
+            "DVC_NO_ANALYTICS": "1",
+            "DVC_SITE_CACHE_DIR": str(home / "dvc-site-cache"),
+            "HOME": str(home),  # a git and dvc global config of its own
+            "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.com",
+            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.com",
+            # Nothing here needs the network; refuse it at once rather than wait on it.
+            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+        })
+        self.env.update(extra_env or {})
+
+    def run(self, *args: str, check: bool = True, timeout: float = 120) -> str:
+        result = subprocess.run(list(args), cwd=self.root, env=self.env, capture_output=True, text=True,
+                                timeout=timeout)
+        output = result.stdout + result.stderr
+        if check:
+            assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
+        return output
+
+    def stages_run(self, *args: str, timeout: float = 120) -> set[str]:
+        return set(STAGE_LINE.findall(self.run(*args, timeout=timeout)))
+
+    def params(self) -> dict:
+        return yaml.safe_load((self.root / "params.yaml").read_text())
+
+    def write_params(self, params: dict) -> None:
+        (self.root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    def init_git_dvc(self) -> None:
+        self.run("git", "init", "-q")
+        self.run("dvc", "init", "-q")
+        self.commit("pipeline")
+
+    def commit(self, message: str) -> None:
+        self.run("git", "add", "-A")
+        self.run("git", "commit", "-q", "-m", message)

@@ -1,0 +1,127 @@
+"""diagonal_fisher is the mean of per-sample squared gradients of the log-likelihood (EWC's diagonal
+Fisher), on both of its code paths (the MLP shortcut and the vmap one), with true or sampled labels,
+and is not the square of the mini-batch gradient."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from pipeline import models
+from pipeline.fisher import diagonal_fisher, is_linear_stack
+
+CLASSES = 4
+
+
+def build(name: str, shape, seed=0):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = models.mlp(shape, CLASSES, [7, 5]) if name == "mlp" else models.MODELS[name](shape, CLASSES)
+    # float64: in float32 a ReLU input within rounding of 0 can switch sides between the batched and the
+    # one-sample forward pass, which changes that sample's gradient by far more than rounding.
+    return model.double()
+
+
+def batch(shape, n, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    height, width, channels = shape
+    x = torch.randn(n, channels, height, width, generator=g, dtype=torch.float64)
+    y = torch.randint(0, CLASSES, (n,), generator=g)
+    return x, y
+
+
+def params_of(model) -> dict:
+    return {name: value.detach().clone() for name, value in model.named_parameters()}
+
+
+def loop_fisher(model, x, y) -> dict:
+    """The definition, one sample at a time: backward of one sample's loss, square, average (eval mode)."""
+    model.eval()
+    total = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
+    for i in range(len(x)):
+        model.zero_grad()
+        F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        for name, p in model.named_parameters():
+            total[name] += p.grad.detach() ** 2
+    model.train()
+    return {name: value / len(x) for name, value in total.items()}
+
+
+def assert_trees_close(actual: dict, expected: dict):
+    assert set(actual) == set(expected)
+    for name in expected:
+        scale = float(expected[name].abs().max())
+        assert scale > 0, name
+        torch.testing.assert_close(actual[name], expected[name], rtol=1e-9, atol=1e-12 * scale, msg=name)
+
+
+CASES = [("mlp", (4, 4, 1)), ("cnn_fedavg", (8, 8, 1)), ("cnn_mnist", (8, 8, 1))]
+
+
+def test_the_cases_cover_both_code_paths():
+    assert is_linear_stack(build("mlp", (4, 4, 1)))
+    assert not is_linear_stack(build("cnn_fedavg", (8, 8, 1)))
+    assert not is_linear_stack(build("cnn_mnist", (8, 8, 1)))
+
+
+@pytest.mark.parametrize("name, shape", CASES)
+@pytest.mark.parametrize("chunk", [256, 3])
+def test_true_label_fisher_equals_per_sample_loop(name, shape, chunk):
+    model = build(name, shape)
+    x, y = batch(shape, 7)
+    expected = loop_fisher(model, x, y)
+    actual = diagonal_fisher(model, params_of(model), x, y, "true", chunk=chunk)
+    assert_trees_close(actual, expected)
+    assert model.training  # the mode the model came in with is restored
+
+
+@pytest.mark.parametrize("name, shape", CASES)
+def test_fisher_at_params_other_than_the_modules_own(name, shape):
+    # The function must use the params it is given, not the module's registered ones.
+    model, other = build(name, shape, seed=0), build(name, shape, seed=5)
+    x, y = batch(shape, 6)
+    actual = diagonal_fisher(model, params_of(other), x, y, "true")
+    assert_trees_close(actual, loop_fisher(other, x, y))
+
+
+def sample_labels_like_diagonal_fisher(model, x, generator) -> torch.Tensor:
+    """y_i ~ p(· | x_i; θ) in eval mode: one multinomial draw over the whole batch."""
+    model.eval()
+    with torch.no_grad():
+        probs = F.softmax(model(x), dim=1)
+    model.train()
+    return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+
+@pytest.mark.parametrize("name, shape", CASES)
+def test_sampled_label_fisher_equals_loop_on_the_same_sampled_labels(name, shape):
+    model = build(name, shape)
+    x, y = batch(shape, 12)
+    actual = diagonal_fisher(model, params_of(model), x, y, "sampled", torch.Generator().manual_seed(9))
+    sampled = sample_labels_like_diagonal_fisher(model, x, torch.Generator().manual_seed(9))
+    assert not torch.equal(sampled, y)  # so "sampled" differs from "true" below
+    assert_trees_close(actual, loop_fisher(model, x, sampled))
+
+    again = diagonal_fisher(model, params_of(model), x, y, "sampled", torch.Generator().manual_seed(9))
+    for key in actual:
+        assert torch.equal(again[key], actual[key])
+    true = diagonal_fisher(model, params_of(model), x, y, "true")
+    assert any(not torch.allclose(true[k], actual[k], rtol=1e-3, atol=0) for k in actual)
+
+
+@pytest.mark.parametrize("name, shape", CASES)
+def test_fisher_is_not_the_squared_minibatch_gradient(name, shape):
+    model = build(name, shape)
+    x, y = batch(shape, 16)
+    fisher = diagonal_fisher(model, params_of(model), x, y, "true")
+    model.eval()
+    model.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    squared_mean = {n: p.grad.detach() ** 2 for n, p in model.named_parameters()}
+    model.train()
+    total_fisher = sum(float(v.sum()) for v in fisher.values())
+    total_squared_mean = sum(float(v.sum()) for v in squared_mean.values())
+    # mean_i g_i² >= (mean_i g_i)² elementwise, and on 16 disagreeing samples by a wide margin.
+    for n in fisher:
+        assert (fisher[n] >= squared_mean[n] - 1e-12 * float(fisher[n].abs().max())).all(), n
+    assert total_fisher > 2.0 * total_squared_mean
