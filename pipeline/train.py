@@ -137,6 +137,7 @@ def train_run(params: dict, key: str, vectorized: bool = True, progress: bool = 
     checkpoint = load_checkpoint(key, digest)
     if checkpoint:
         state, history, seconds = checkpoint["state"], checkpoint["history"], checkpoint["seconds"]
+        print(f"{key}: resuming after round {len(history)} from {checkpoint_path(key, digest)}", flush=True)
     else:
         initial = {name: value.detach().clone() for name, value in model.named_parameters()}
         state, history, seconds = algorithm.init_state(initial, len(data.clients), hp), [], []

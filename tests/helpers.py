@@ -97,3 +97,18 @@ class Repo:
     def commit(self, message: str) -> None:
         self.run("git", "add", "-A")
         self.run("git", "commit", "-q", "-m", message)
+
+
+def tiny_pipeline_repo(tmp: Path, params: dict, train_size: int, test_size: int) -> Repo:
+    """A git + DVC repository in `tmp`/repo with this pipeline, `params` and a learnable tiny mirror;
+    grid.yaml written and everything committed. Progress bars off, one thread (2-core machines)."""
+    root = tmp / "repo"
+    copy_project(root)
+    (root / ".gitignore").write_text("/.checkpoints/\n__pycache__/\n")
+    write_mirror(tmp / "mirror", train_size=train_size, test_size=test_size, learnable=True)
+    (tmp / "home").mkdir()
+    repo = Repo(root, tmp / "mirror", tmp / "home", {"CI": "1", "FEDFORGET_THREADS": "1"})
+    repo.write_params(params)
+    repo.run(sys.executable, "-m", "pipeline.profile")
+    repo.init_git_dvc()
+    return repo

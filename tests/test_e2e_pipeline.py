@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from helpers import STAGE_LINE, Repo, copy_project, write_mirror
+from helpers import STAGE_LINE, tiny_pipeline_repo
 
 pytestmark = pytest.mark.e2e
 
@@ -46,16 +46,8 @@ def run_outputs(root, key: str) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The repository after its first `dvc repro`, the stages that ran, and a copy of one run's outputs."""
-    tmp = tmp_path_factory.mktemp("pipeline")
-    root = tmp / "repo"
-    copy_project(root)
-    (root / ".gitignore").write_text("/.checkpoints/\n__pycache__/\n")
-    write_mirror(tmp / "mirror", train_size=400, test_size=100, learnable=True)
-    (tmp / "home").mkdir()
-    repo = Repo(root, tmp / "mirror", tmp / "home", {"CI": "1", "FEDFORGET_THREADS": "1"})
-    repo.write_params(PARAMS)
-    repo.run(sys.executable, "-m", "pipeline.profile")
-    repo.init_git_dvc()
+    repo = tiny_pipeline_repo(tmp_path_factory.mktemp("pipeline"), PARAMS, train_size=400, test_size=100)
+    root = repo.root
     first = repo.stages_run("dvc", "repro", timeout=400)
     snapshot = run_outputs(root, DETERMINISM_KEY)
     model = torch.load(root / "data" / "models" / f"{DETERMINISM_KEY}.pt")

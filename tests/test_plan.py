@@ -1,0 +1,72 @@
+"""The paper profile's FedCurv runs match the paper's section 4 point by point, and the listing command
+prints every run of a profile."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import derive_grid, load_checked_params
+from pipeline.runs import resolve_run
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Shoham et al. 2019, section 4 and Table 1.
+FEDCURV_PAPER = {"model": "cnn_mnist", "client_fraction": 1.0, "batch_size": 256, "lr": 0.01,
+                 "momentum": 0.0, "weight_decay": 0.0}
+FEDCURV_RUNS = {
+    "fedcurv_e50_fedcurv": (50, {"name": "fedcurv", "lambda": 1.0}),
+    "fedcurv_e50_fedprox": (50, {"name": "fedprox", "mu": 0.00025}),
+    "fedcurv_e50_fedavg": (50, {"name": "fedavg"}),
+    "fedcurv_e10_fedcurv": (10, {"name": "fedcurv", "lambda": 1.0}),
+    "fedcurv_e10_fedprox": (10, {"name": "fedprox", "mu": 0.00001}),
+    "fedcurv_e10_fedavg": (10, {"name": "fedavg"}),
+}
+
+
+@pytest.fixture(scope="module")
+def paper_params():
+    import os
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        params = load_checked_params()
+    finally:
+        os.chdir(cwd)
+    return {**params, "profile": "paper"}
+
+
+def test_paper_profile_fedcurv_runs_match_the_paper(paper_params):
+    for key, (epochs, algorithm) in FEDCURV_RUNS.items():
+        settings = resolve_run(paper_params, key)
+        for name, value in FEDCURV_PAPER.items():
+            assert settings[name] == value, (key, name)
+        assert settings["local_epochs"] == epochs
+        assert {k: v for k, v in settings["algorithm"].items() if k in algorithm} == algorithm
+        assert settings["scaled"] == {}
+        partition = paper_params["partitions"][settings["partition"]]
+        assert (partition["dataset"], partition["scheme"], partition["clients"], partition["shards_per_client"],
+                partition.get("shard_cut", "one_label")) == ("mnist", "shards", 96, 2, "one_label")
+
+
+def test_default_profile_scales_and_says_what_it_scaled(paper_params):
+    params = {**paper_params, "profile": "default"}
+    settings = resolve_run(params, "fedcurv_e50_fedcurv")
+    assert settings["local_epochs"] < 50
+    assert settings["scaled"]["local_epochs"] == {"paper": 50, "used": settings["local_epochs"]}
+
+
+def test_the_paper_grid_searches_factor_10_and_factor_2_around_the_chosen_values(paper_params):
+    runs = derive_grid(paper_params)["runs"]
+    lambdas = {resolve_run(paper_params, k)["algorithm"].get("lambda") for k in runs if k.startswith("fedcurv_grid_e50")}
+    assert {0.01, 0.1, 10.0, 100.0, 0.5, 2.0} <= lambdas
+
+
+def test_plan_lists_every_run_of_the_paper_profile(paper_params):
+    result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "paper"], cwd=REPO,
+                            capture_output=True, text=True, check=True)
+    listed = [line.split()[0] for line in result.stdout.splitlines()[1:]]
+    assert listed == list(derive_grid(paper_params)["runs"])
+    assert "R=200" in result.stdout and "cnn_mnist" in result.stdout

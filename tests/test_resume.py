@@ -1,0 +1,105 @@
+"""A run killed with SIGKILL mid-way and started again resumes from its last checkpoint and ends with
+metrics and curves byte-identical to an uninterrupted run; a changed setting never resumes from a stale
+checkpoint."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import tiny_pipeline_repo
+
+pytestmark = pytest.mark.e2e
+
+KEY = "long_run"
+PARAMS = {
+    "profile": "default",
+    "datasets": {"mnist": {"train_size": 600, "test_size": 100}},
+    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 10, "shards_per_client": 2,
+                              "seed": 0}},
+    "runs": {KEY: {"paper": "fedcurv", "partition": "shards", "model": "mlp_200", "rounds": 150,
+                   "client_fraction": 0.5, "local_epochs": 2, "batch_size": 16, "lr": 0.05, "momentum": 0.5,
+                   "seed": 3, "targets": [0.5, 0.8], "checkpoint_every": 2,
+                   "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"}}},
+}
+
+
+def outputs(root) -> dict[str, bytes]:
+    folder = root / "reports" / "runs" / KEY
+    files = [folder / "metrics.json", folder / "settings.json"] + sorted((folder / "plots" / "metrics").glob("*.tsv"))
+    return {str(path.relative_to(folder)): path.read_bytes() for path in files}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    repo = tiny_pipeline_repo(tmp_path_factory.mktemp("resume"), PARAMS, train_size=600, test_size=100)
+    repo.run("dvc", "repro", "partition@shards", timeout=300)
+    return repo
+
+
+def train(repo) -> str:
+    return repo.run(sys.executable, "-m", "pipeline.train", KEY, timeout=300)
+
+
+def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
+    root = repo.root
+    shutil.rmtree(root / ".checkpoints", ignore_errors=True)
+    train(repo)
+    uninterrupted = outputs(root)
+    shutil.rmtree(root / ".checkpoints")
+    shutil.rmtree(root / "reports" / "runs" / KEY)
+
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.train", KEY], cwd=root, env=repo.env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    checkpoints = []
+    while time.time() < deadline and not checkpoints:
+        time.sleep(0.05)
+        checkpoints = list((root / ".checkpoints").glob(f"{KEY}-*.pt")) if (root / ".checkpoints").exists() else []
+    time.sleep(0.3)  # past the first checkpoint, somewhere inside a later round
+    assert process.poll() is None, "the run finished before it could be killed; make it longer"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (root / "reports" / "runs" / KEY / "metrics.json").exists()
+
+    log = train(repo)
+    assert "resuming after round" in log
+    resumed_after = int(log.split("resuming after round ")[1].split()[0])
+    assert 0 < resumed_after < PARAMS["runs"][KEY]["rounds"]
+    assert outputs(root) == uninterrupted
+
+
+def test_a_changed_setting_does_not_resume_from_a_stale_checkpoint(repo):
+    root = repo.root
+    train(repo)  # leaves a checkpoint of the finished run
+    stale = list((root / ".checkpoints").glob(f"{KEY}-*.pt"))
+    assert len(stale) == 1
+    params = repo.params()
+    params["runs"][KEY]["lr"] = 0.02
+    params["runs"][KEY]["rounds"] = 4
+    repo.write_params(params)
+    log = train(repo)
+    assert "resuming" not in log
+    fresh = list((root / ".checkpoints").glob(f"{KEY}-*.pt"))
+    assert len(fresh) == 1 and fresh != stale  # the stale one is replaced, never reused
+    changed = outputs(root)
+    shutil.rmtree(root / ".checkpoints")
+    train(repo)
+    assert outputs(root) == changed
+
+
+def test_a_diverging_run_is_recorded_as_diverged_and_the_stage_succeeds(repo):
+    params = repo.params()
+    params["runs"][KEY].update({"lr": 1.0e6, "rounds": 6})
+    repo.write_params(params)
+    log = train(repo)  # exit code 0 is asserted by Repo.run
+    import json
+    metrics = json.loads((repo.root / "reports" / "runs" / KEY / "metrics.json").read_text())
+    assert metrics["status"] == "diverged" and metrics["diverged"] == 1
+    assert metrics["rounds_completed"] < 6
+    assert "diverged" in log
