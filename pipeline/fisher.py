@@ -70,7 +70,9 @@ def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, label
     with torch.no_grad():
         if labels == "sampled":
             logits = torch.cat([functional_call(model, params, (x[i:i + chunk],)) for i in range(0, len(x), chunk)])
-            y = torch.multinomial(F.softmax(logits, dim=1), 1, generator=generator).squeeze(1)
+            # Sampled on the CPU, where the (seed, round, client) generator lives, whatever the device.
+            probabilities = F.softmax(logits, dim=1).cpu()
+            y = torch.multinomial(probabilities, 1, generator=generator).squeeze(1).to(x.device)
     for start in range(0, len(x), chunk):
         xs, ys = x[start:start + chunk], y[start:start + chunk]
         if is_linear_stack(model):

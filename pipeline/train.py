@@ -1,6 +1,6 @@
 """Train stage: one run key -> reports/runs/<key>/ (metrics, curves, settings) + data/models/<key>.pt.
 
-    python -m pipeline.train KEY [--sequential]
+    python -m pipeline.train KEY [--path auto|vectorized|sequential]
 
 Per round it logs (DVCLive) the global model's test accuracy and loss, the cohort's mean local
 training loss and the bytes sent down and up; the seconds per round go to timing.json, apart, so that
@@ -23,7 +23,8 @@ from tqdm import tqdm
 from pipeline.algorithms import get_algorithm
 from pipeline.config import load_checked_params
 from pipeline.datasets import dataset_spec, load_prepared, prepared_path
-from pipeline.engine import ClientData, channel_stats, evaluate, rounds_to_accuracy, run_round, tune_allocator
+from pipeline.engine import (ClientData, channel_stats, evaluate, prefer_vectorized, rounds_to_accuracy, run_round,
+                             tune_allocator)
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import atomic_path, sha256_file, write_json
 from pipeline.models import build_model
@@ -48,6 +49,19 @@ def load_client_data(settings: dict, params: dict, device: torch.device) -> tupl
     test = ClientData(torch.from_numpy(arrays["x_test"]).to(device), torch.from_numpy(arrays["y_test"]).to(device),
                       [], mean, std)
     return data, test, dataset_sha
+
+
+def code_digest() -> str:
+    """The training code's own hash: a checkpoint written by other code (a fixed bug, say) is stale too."""
+    import hashlib
+
+    package = Path(__file__).resolve().parent
+    files = [package / name for name in ("train.py", "engine.py", "fisher.py", "models.py", "runs.py")]
+    files += sorted((package / "algorithms").glob("*.py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def checkpoint_path(key: str, digest: str) -> Path:
@@ -124,7 +138,10 @@ def write_outputs(key: str, settings: dict, history: list[dict], status: str, se
     return summary
 
 
-def train_run(params: dict, key: str, vectorized: bool = True, progress: bool = True) -> dict:
+def train_run(params: dict, key: str, vectorized: bool | None = None, progress: bool = True) -> dict:
+    """Train one run (resuming from its checkpoint if there is one) and write its outputs.
+
+    vectorized=None picks the faster path for the model and device (engine.prefer_vectorized)."""
     settings = resolve_run(params, key)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     data, test, dataset_sha = load_client_data(settings, params, device)
@@ -132,7 +149,9 @@ def train_run(params: dict, key: str, vectorized: bool = True, progress: bool = 
     model = build_model(settings["model"], spec.image_shape, spec.classes, settings["seed"]).to(device)
     algorithm = get_algorithm(settings["algorithm"]["name"])
     hp = settings["algorithm"]
-    digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized,
+    if vectorized is None:
+        vectorized = prefer_vectorized(model, device)
+    digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized, "code": code_digest(),
                                       "partition": load_partition(settings["partition"])["meta"]["clients_sha256"]})
     checkpoint = load_checkpoint(key, digest)
     if checkpoint:
@@ -176,14 +195,16 @@ def train_run(params: dict, key: str, vectorized: bool = True, progress: bool = 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("key", help="a key of `runs` in params.yaml")
-    parser.add_argument("--sequential", action="store_true", help="train clients one at a time (reference path)")
+    parser.add_argument("--path", choices=("auto", "vectorized", "sequential"), default="auto",
+                        help="how a cohort is trained: auto picks the faster for the model and device")
     args = parser.parse_args(argv)
     params = load_checked_params()
     if args.key not in (params.get("runs") or {}):
         raise UserError(f"runs.{args.key}: no such run; defined: {', '.join(params.get('runs') or {})}")
     torch.set_num_threads(int(os.environ.get("FEDFORGET_THREADS", torch.get_num_threads())))
     tune_allocator()
-    summary = train_run(params, args.key, vectorized=not args.sequential, progress=not os.environ.get("CI"))
+    vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
+    summary = train_run(params, args.key, vectorized=vectorized, progress=not os.environ.get("CI"))
     print(f"{args.key}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
           f"rounds to target {summary['rounds_to_accuracy']}")
 

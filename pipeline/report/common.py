@@ -122,8 +122,10 @@ def plot_curves(path: Path, title: str, series: list[tuple[str, RunResult]], tar
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for label, result in series:
-        ax.plot(result.rounds, result.accuracy, label=label + (" (diverged)" if result.diverged else ""))
+    styles = ["-", "--", ":", "-."]  # identical curves (FedProx with a tiny mu) stay visible
+    for number, (label, result) in enumerate(series):
+        ax.plot(result.rounds, result.accuracy, styles[number % len(styles)], linewidth=1.4,
+                label=label + (" (diverged)" if result.diverged else ""))
     for target in targets:
         ax.axhline(target, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xlabel("round")
