@@ -180,11 +180,10 @@ def check_datasets(params):
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-def check_id(path):
+def check_id(section, name):
     """Ids become DVC stage names and params key paths, where a dot would mean nesting."""
-    name = path.rsplit(".", 1)[-1]
-    if not ID_PATTERN.match(name):
-        return [f"{path}: the name {name!r} is not allowed; use letters, digits, _ and - only"]
+    if not ID_PATTERN.match(str(name)):
+        return [f"{section}.{name}: the name {name!r} is not allowed; use letters, digits, _ and - only"]
     return []
 
 
@@ -195,7 +194,7 @@ def check_partitions(params):
         return problems
     datasets = list((params.get("datasets") or {}).keys())
     for name, settings in partitions.items():
-        problems += check_id(f"partitions.{name}")
+        problems += check_id("partitions", name)
         problems += check_partition(f"partitions.{name}", settings, datasets)
     return problems
 
@@ -208,7 +207,7 @@ def check_runs(params):
     if problems:
         return problems
     for key, settings in runs.items():
-        problems += check_id(f"runs.{key}")
+        problems += check_id("runs", key)
         problems += check_run(f"runs.{key}", settings, params)
     return problems
 

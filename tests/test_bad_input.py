@@ -320,3 +320,50 @@ def test_download_refuses_bad_dataset_overrides(overrides, needle, download_proj
     save_mirror(mirror, tiny_mnist())
     assert_one_error_line(run(folder, "pipeline.datasets", "mnist", mirror=mirror), needle)
     assert_not_written(folder / "data" / "prepared" / "mnist.npz")
+
+
+# ---------------------------------------------------------------- the train stage and runs
+
+GOOD_RUN = {"paper": "fedcurv", "partition": "p", "model": "mlp_200", "rounds": 2, "client_fraction": 1.0,
+            "local_epochs": 1, "batch_size": 8, "lr": 0.05, "algorithm": {"name": "fedcurv", "lambda": 1.0}}
+
+RUN_CASES = {
+    "client_fraction_zero": ({"client_fraction": 0}, ["runs.r.client_fraction", "(0, 1.0]"]),
+    "client_fraction_above_one": ({"client_fraction": 1.5}, ["runs.r.client_fraction", "1.5"]),
+    "local_epochs_zero": ({"local_epochs": 0}, ["runs.r.local_epochs", ">= 1"]),
+    "batch_size_fractional": ({"batch_size": 2.5}, ["runs.r.batch_size", "integer"]),
+    "rounds_zero": ({"rounds": 0}, ["runs.r.rounds", ">= 1"]),
+    "lr_negative": ({"lr": -0.1}, ["runs.r.lr", "> 0"]),
+    "momentum_one": ({"momentum": 1.0}, ["runs.r.momentum", "[0, 1)"]),
+    "unknown_partition": ({"partition": "q"}, ["runs.r.partition", "'q'"]),
+    "unknown_model": ({"model": "resnet1000"}, ["runs.r.model", "'resnet1000'", "mlp_200"]),
+    "unknown_algorithm": ({"algorithm": {"name": "fedavgg"}}, ["runs.r.algorithm.name", "did you mean 'fedavg'?"]),
+    "negative_lambda": ({"algorithm": {"name": "fedcurv", "lambda": -1}}, ["runs.r.algorithm.lambda", ">= 0"]),
+    "algorithm_key_typo": ({"algorithm": {"name": "fedcurv", "lamda": 1}},
+                           ["runs.r.algorithm.lamda", "did you mean 'lambda'?"]),
+    "fisher_labels_unknown": ({"algorithm": {"name": "fedcurv", "fisher_labels": "soft"}},
+                              ["runs.r.algorithm.fisher_labels", "'soft'"]),
+    "run_key_typo": ({"local_epoch": 1}, ["runs.r.local_epoch", "did you mean 'local_epochs'?"]),
+    "scaled_bad_value": ({"scaled": {"lr": 0}}, ["runs.r.scaled.lr", "> 0"]),
+    "targets_not_accuracies": ({"targets": [90]}, ["runs.r.targets", "(0, 1]"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_CASES))
+def test_train_refuses_bad_run_settings(case, project):
+    overrides, needles = RUN_CASES[case]
+    folder = project(DIRICHLET)
+    params = base_params(DIRICHLET)
+    params["runs"] = {"r": {**GOOD_RUN, **overrides}}
+    write_params(folder, params)
+    assert_one_error_line(run(folder, "pipeline.train", "r"), *needles)
+    assert_not_written(folder / "reports" / "runs" / "r")
+    assert_not_written(folder / "data" / "models" / "r.pt")
+
+
+def test_a_run_name_with_a_dot_is_refused(project):
+    folder = project(DIRICHLET)
+    params = base_params(DIRICHLET)
+    params["runs"] = {"r.1": GOOD_RUN}
+    write_params(folder, params)
+    assert_one_error_line(run(folder, "pipeline.config", "--check"), "runs.r.1", "letters, digits")
