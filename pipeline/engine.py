@@ -263,6 +263,14 @@ class RoundResult:
     cohort: list[int] = field(default_factory=list)
 
 
+def all_finite(tree) -> bool:
+    """No NaN or inf anywhere in an upload (parameters, Fisher, ...): one poisoned upload would
+    spread through the server's sums to every client."""
+    if isinstance(tree, dict):
+        return all(all_finite(v) for v in tree.values())
+    return bool(torch.isfinite(tree).all()) if torch.is_tensor(tree) else True
+
+
 def tensor_bytes(tree) -> int:
     if isinstance(tree, dict):
         return sum(tensor_bytes(v) for v in tree.values())
@@ -299,7 +307,7 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
     sizes = [len(data.clients[k]) for k in cohort]
     weights = [n / sum(sizes) for n in sizes]
     diverged = not bool(torch.isfinite(train_loss).all()) or not all(
-        bool(torch.isfinite(up["params"][n]).all()) for up in uploads for n in up["params"])
+        all_finite({k: up[k] for k in algorithm.SENT_UP}) for up in uploads)
     new_state = state if diverged else algorithm.aggregate(state, uploads, weights, hp)
     sent_down = len(cohort) * (tensor_bytes(state["params"]) + sum(tensor_bytes(state[k])
                                                                    for k in algorithm.SENT_DOWN))

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 
 from pipeline.config import PROFILES, derive_grid, load_checked_params
 from pipeline.errors import exit_on_user_error
@@ -31,6 +32,7 @@ def main(argv=None) -> None:
     parser.add_argument("--profile", choices=PROFILES, help="the profile to list (default: the active one)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     params = load_checked_params(grid_path=None)
     if args.profile:
         params = {**params, "profile": args.profile}

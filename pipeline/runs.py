@@ -52,11 +52,13 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
 
     problems = check_choice(f"{path}.paper", run.get("paper"), PAPERS) if "paper" in run else []
     partitions = params.get("partitions") or {}
-    if "partition" in run and run["partition"] not in partitions:
+    if "partition" in run and (not isinstance(run["partition"], str) or run["partition"] not in partitions):
         problems += check_choice(f"{path}.partition", run["partition"], list(partitions))
     if "model" in run:
-        problems += check_choice(f"{path}.model", run["model"], list(MODELS))
-        if run["model"] in MODELS and run.get("partition") in partitions:
+        problems += check_choice(f"{path}.model", run["model"] if isinstance(run["model"], str) else repr(run["model"]),
+                                 list(MODELS))
+        if isinstance(run["model"], str) and run["model"] in MODELS and isinstance(run.get("partition"), str) \
+                and run["partition"] in partitions:
             dataset = partitions[run["partition"]]["dataset"]
             why = model_fits(run["model"], dataset_spec(dataset).image_shape)
             if why:
@@ -91,11 +93,10 @@ def check_run(path: str, run, params: dict) -> list[str]:
     if "profiles" in run:
         problems += check_profiles(f"{path}.profiles", run["profiles"])
     problems += check_run_values(path, run, params)
+    if "scaled" in run and not isinstance(run["scaled"], dict):
+        return problems + check_mapping(f"{path}.scaled", run["scaled"])
     scaled = run.get("scaled", {})
     if problems or not scaled:
-        return problems
-    problems = check_mapping(f"{path}.scaled", scaled)
-    if problems:
         return problems
     problems = check_keys(f"{path}.scaled", scaled, RUN_KEYS - {"scaled", "profiles", "paper"})
     if problems:

@@ -56,7 +56,8 @@ def code_digest() -> str:
     import hashlib
 
     package = Path(__file__).resolve().parent
-    files = [package / name for name in ("train.py", "engine.py", "fisher.py", "models.py", "runs.py")]
+    files = [package / name for name in ("train.py", "engine.py", "fisher.py", "models.py", "runs.py",
+                                         "datasets.py", "partition.py")]
     files += sorted((package / "algorithms").glob("*.py"))
     digest = hashlib.sha256()
     for path in files:
@@ -77,12 +78,12 @@ def save_checkpoint(key: str, digest: str, payload: dict) -> None:
             stale.unlink(missing_ok=True)
 
 
-def load_checkpoint(key: str, digest: str) -> dict | None:
+def load_checkpoint(key: str, digest: str, device: torch.device) -> dict | None:
     path = checkpoint_path(key, digest)
     if not path.is_file():
         return None
     try:
-        payload = torch.load(path, weights_only=False)
+        payload = torch.load(path, weights_only=False, map_location=device)
     except Exception:  # a checkpoint cut short by a crash is worth nothing: start over
         return None
     return payload if payload.get("digest") == digest else None
@@ -152,8 +153,9 @@ def train_run(params: dict, key: str, vectorized: bool | None = None, progress: 
     if vectorized is None:
         vectorized = prefer_vectorized(model, device)
     digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized, "code": code_digest(),
+                                      "device": device.type,
                                       "partition": load_partition(settings["partition"])["meta"]["clients_sha256"]})
-    checkpoint = load_checkpoint(key, digest)
+    checkpoint = load_checkpoint(key, digest, device)
     if checkpoint:
         state, history, seconds = checkpoint["state"], checkpoint["history"], checkpoint["seconds"]
         print(f"{key}: resuming after round {len(history)} from {checkpoint_path(key, digest)}", flush=True)
@@ -201,7 +203,10 @@ def main(argv=None) -> None:
     params = load_checked_params()
     if args.key not in (params.get("runs") or {}):
         raise UserError(f"runs.{args.key}: no such run; defined: {', '.join(params.get('runs') or {})}")
-    torch.set_num_threads(int(os.environ.get("FEDFORGET_THREADS", torch.get_num_threads())))
+    threads = os.environ.get("FEDFORGET_THREADS", str(torch.get_num_threads()))
+    if not threads.isdigit() or int(threads) < 1:
+        raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
+    torch.set_num_threads(int(threads))
     tune_allocator()
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
     summary = train_run(params, args.key, vectorized=vectorized, progress=not os.environ.get("CI"))

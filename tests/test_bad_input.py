@@ -346,6 +346,9 @@ RUN_CASES = {
     "run_key_typo": ({"local_epoch": 1}, ["runs.r.local_epoch", "did you mean 'local_epochs'?"]),
     "scaled_bad_value": ({"scaled": {"lr": 0}}, ["runs.r.scaled.lr", "> 0"]),
     "targets_not_accuracies": ({"targets": [90]}, ["runs.r.targets", "(0, 1]"]),
+    "scaled_left_empty": ({"scaled": None}, ["runs.r.scaled", "expected a mapping"]),
+    "partition_given_as_a_list": ({"partition": ["p"]}, ["runs.r.partition", "['p']"]),
+    "algorithm_name_given_as_a_list": ({"algorithm": {"name": ["fedavg"]}}, ["runs.r.algorithm.name"]),
 }
 
 

@@ -30,7 +30,7 @@ def check_algorithm(path: str, settings) -> list[str]:
         return [f"{path}: {settings!r} is not allowed; expected a mapping with a `name` "
                 f"({', '.join(ALGORITHMS)})"]
     name = settings["name"]
-    if name not in ALGORITHMS:
+    if not isinstance(name, str) or name not in ALGORITHMS:
         close = difflib.get_close_matches(str(name), list(ALGORITHMS), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(ALGORITHMS)}"
         return [f"{path}.name: unknown algorithm {name!r}{hint}"]

@@ -67,7 +67,9 @@ def client_context(state, client, hp):
     if own is None:
         return {"fisher_others": state["u"], "anchor_others": state["v"], "constant": state["w_total"]}
     return {
-        "fisher_others": {n: state["u"][n] - own["fisher"][n] for n in state["u"]},
+        # u − F_k is a sum of the others' Fishers, never negative; float32 cancellation can make it
+        # slightly so where the client's own Fisher dominates (its own classes' output rows).
+        "fisher_others": {n: (state["u"][n] - own["fisher"][n]).clamp_min(0) for n in state["u"]},
         "anchor_others": {n: state["v"][n] - own["fisher_params"][n] for n in state["v"]},
         "constant": state["w_total"] - own["fisher_params2"],
     }

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.io import write_text
+from pipeline.io import atomic_path, write_text
 
 RUNS_DIR = Path("reports/runs")
 NC = "NC"  # never reached the target (or diverged), as the papers write it
@@ -28,8 +28,13 @@ class RunResult:
         return self.summary.get("status") == "diverged"
 
     def rounds_to(self, target: float):
-        """Rounds to reach `target`, or None (shown as NC) if never reached or diverged."""
-        return self.summary.get("rounds_to_accuracy", {}).get(f"{target:g}")
+        """Rounds to reach `target`, or None (shown as NC) if the run never reached it. Taken from the
+        run's summary when the run tracked that target, else from its accuracy curve."""
+        from pipeline.engine import rounds_to_accuracy
+
+        if any(abs(t - target) < 1e-12 for t in self.settings.get("targets", [])):
+            return self.summary.get("rounds_to_accuracy", {}).get(f"{target:g}")
+        return rounds_to_accuracy(self.rounds, self.accuracy, target)
 
     def paper_value(self, key: str):
         """A setting as the paper has it (before the default profile scaled it)."""
@@ -136,8 +141,8 @@ def plot_curves(path: Path, title: str, series: list[tuple[str, RunResult]], tar
     if series:
         ax.legend(loc="lower right")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
 
 
