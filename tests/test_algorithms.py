@@ -11,24 +11,12 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import check_algorithm, fedavg, fedcurv, fedprox, resolve_hyperparams
-from pipeline.engine import ClientData, channel_stats, run_round
+from pipeline.engine import ClientData, run_round
 
-SHAPE = (4, 4, 1)
-CLASSES = 3
+from synthetic import CLASSES, SHAPE, make_data
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def make_data(sizes, shape=SHAPE, classes=CLASSES, seed=0) -> ClientData:
-    """Random uint8 images and labels, dealt to clients of the given sizes."""
-    g = torch.Generator().manual_seed(seed)
-    n = sum(sizes)
-    x = torch.randint(0, 256, (n, *shape), generator=g, dtype=torch.uint8)
-    y = torch.randint(0, classes, (n,), generator=g)
-    clients = [part.clone() for part in torch.randperm(n, generator=g).split(list(sizes))]
-    mean, std = channel_stats(x)
-    return ClientData(x, y, clients, mean, std)
 
 
 def settings(**overrides) -> dict:

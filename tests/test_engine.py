@@ -10,25 +10,19 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import fedavg, fedcurv, fedprox
-from pipeline.engine import (SGD, ClientData, channel_stats, cohort_chunk_size, local_batches, rounds_to_accuracy,
+from pipeline.engine import (SGD, ClientData, cohort_chunk_size, local_batches, rounds_to_accuracy,
                              run_round, sample_cohort)
 
-SHAPE = (4, 4, 1)
-CLASSES = 3
+import synthetic
+from synthetic import CLASSES, SHAPE
 SIZES = [5, 9, 3, 11, 7, 6]  # unequal, and the batch size 4 below divides none of them
 
 
 # ---------------------------------------------------------------- helpers
 
 
-def make_data(sizes=SIZES, shape=SHAPE, classes=CLASSES, seed=0) -> ClientData:
-    g = torch.Generator().manual_seed(seed)
-    n = sum(sizes)
-    x = torch.randint(0, 256, (n, *shape), generator=g, dtype=torch.uint8)
-    y = torch.randint(0, classes, (n,), generator=g)
-    clients = [part.clone() for part in torch.randperm(n, generator=g).split(list(sizes))]
-    mean, std = channel_stats(x)
-    return ClientData(x, y, clients, mean, std)
+def make_data(sizes=SIZES, **options) -> ClientData:
+    return synthetic.make_data(sizes, **options)
 
 
 def make_model(hidden=(6,), seed=0):
