@@ -8,7 +8,6 @@ key path, the bad value and what is allowed; all problems are reported at once.
 from __future__ import annotations
 
 import argparse
-import copy
 import difflib
 import numbers
 import re

@@ -11,7 +11,6 @@ batch order, and the dropout stream of each cohort chunk, so a resumed run repea
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -199,9 +198,7 @@ def train_cohort_vectorized(model, algorithm, hp, objective, stacked: dict, shar
 def train_cohort_sequential(model, algorithm, hp, objective, stacked: dict, shared: dict, contexts: dict,
                             data: ClientData, index, weight, sgd: SGD):
     """The reference: the same objective and SGD step, one client at a time, no vmap."""
-    from torch.func import grad_and_value as gv
-
-    step_fn = gv(objective, has_aux=True)
+    step_fn = grad_and_value(objective, has_aux=True)
     losses = []
     for c in range(index.shape[1]):
         params = {name: value[c].clone() for name, value in stacked.items()}
@@ -332,9 +329,3 @@ def rounds_to_accuracy(rounds: list[int], accuracies: list[float], target: float
         if accuracy is not None and not math.isnan(accuracy) and accuracy >= target:
             return round_
     return None
-
-
-def timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return result, time.perf_counter() - start

@@ -213,7 +213,7 @@ def make_partition(settings: dict, labels: np.ndarray, writers: np.ndarray | Non
         extra["client_cluster"] = [i for i, size in enumerate(settings["cluster_sizes"]) for _ in range(size)]
     elif scheme == "natural":
         if writers is None:
-            raise PartitionError(f"scheme: natural needs a dataset with writer ids (femnist)")
+            raise PartitionError("scheme: natural needs a dataset with writer ids (femnist)")
         parts = partition_natural(writers, settings.get("max_clients"))
     else:
         raise PartitionError(f"scheme: unknown partitioner {scheme!r}")

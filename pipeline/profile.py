@@ -13,7 +13,7 @@ import re
 
 import yaml
 
-from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, derive_grid, load_checked_params, load_params
+from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, check_params, derive_grid, read_yaml
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_text
 
@@ -33,11 +33,17 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile", nargs="?", choices=PROFILES)
     args = parser.parse_args(argv)
+    read_yaml(PARAMS_FILE)  # a missing file or invalid YAML is one line, not a traceback
+    text = PARAMS_FILE.read_text()
     if args.profile:
-        text = PARAMS_FILE.read_text()
-        write_text(PARAMS_FILE, set_profile_line(text, args.profile))
-    params = load_checked_params(grid_path=None)
+        text = set_profile_line(text, args.profile)
+    params = yaml.safe_load(text)
+    problems = check_params(params)
+    if problems:  # validated before anything is written: a bad params.yaml changes no file
+        raise UserError("\n".join(problems))
     grid = derive_grid(params)
+    if args.profile:
+        write_text(PARAMS_FILE, text)
     write_text(GRID_FILE, GRID_HEADER + yaml.safe_dump({"grid": grid}, sort_keys=True))
     print(f"profile {grid['profile']}: {len(grid['datasets'])} datasets, {len(grid['partitions'])} partitions, "
           f"{len(grid['runs'])} runs -> {GRID_FILE}")

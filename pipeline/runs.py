@@ -10,7 +10,7 @@ import copy
 import hashlib
 import json
 
-from pipeline.config import (PROFILES, check_choice, check_fraction, check_int, check_keys, check_mapping,
+from pipeline.config import (check_choice, check_fraction, check_int, check_keys, check_mapping,
                              check_nonnegative, check_positive, check_profiles, is_number)
 
 RUN_DEFAULTS = {
