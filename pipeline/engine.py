@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad_and_value, vmap
 
+from pipeline import cohort_mlp
 from pipeline.fisher import diagonal_fisher
 
 
@@ -68,11 +69,25 @@ class ClientData:
     mean: torch.Tensor
     std: torch.Tensor
 
+    normalised: torch.Tensor | None = field(default=None, repr=False, compare=False)
+
     def inputs(self, index: torch.Tensor) -> torch.Tensor:
-        """Model input for samples `index` (any shape): normalised per batch, channels first."""
-        images = self.x[index]  # [..., H, W, C] uint8
-        images = images.movedim(-1, -3).float().div_(255.0)
+        """Model input for samples `index` (any shape): normalised, channels first.
+
+        Datasets up to NORMALISED_CACHE_BYTES as float are normalised once and then only gathered
+        (the same elementwise arithmetic, so the same numbers); larger ones per batch, from uint8."""
+        if self.normalised is None and self.x.numel() * 4 <= NORMALISED_CACHE_BYTES:
+            self.normalised = self.normalise(self.x)
+        if self.normalised is not None:
+            return self.normalised[index]
+        return self.normalise(self.x[index])
+
+    def normalise(self, images: torch.Tensor) -> torch.Tensor:
+        images = images.movedim(-1, -3).float().div_(255.0)  # [..., H, W, C] uint8 -> [..., C, H, W]
         return (images - self.mean.view(-1, 1, 1)) / self.std.view(-1, 1, 1)
+
+
+NORMALISED_CACHE_BYTES = 1 << 30
 
 
 def channel_stats(x_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -109,20 +124,28 @@ def local_batches(num_samples: int, epochs: int, batch_size: int, generator: tor
     return batches
 
 
+def client_schedule(num_samples: int, epochs: int, batch_size: int, generator: torch.Generator):
+    """`local_batches` as a padded [steps, batch_size] tensor of positions (-1 = no sample), built
+    with whole-tensor operations: the same permutations, drawn in the same order."""
+    per_epoch = -(-num_samples // batch_size)
+    orders = torch.full((epochs, per_epoch * batch_size), -1, dtype=torch.long)
+    for epoch in range(epochs):
+        orders[epoch, :num_samples] = torch.randperm(num_samples, generator=generator)
+    return orders.view(epochs * per_epoch, batch_size)
+
+
 def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int, round_: int):
     """Padded [steps, clients, batch] sample indices and weights (0 = padding or a finished client)."""
-    per_client = []
-    for client in cohort:
-        positions = local_batches(len(data.clients[client]), epochs, batch_size,
-                                  generator_for(seed, round_, client))
-        per_client.append([data.clients[client][p] for p in positions])
-    steps = max(len(b) for b in per_client)
+    positions = [client_schedule(len(data.clients[client]), epochs, batch_size, generator_for(seed, round_, client))
+                 for client in cohort]
+    steps = max(len(p) for p in positions)
     index = torch.zeros(steps, len(cohort), batch_size, dtype=torch.long)
     weight = torch.zeros(steps, len(cohort), batch_size)
-    for c, batches in enumerate(per_client):
-        for s, batch in enumerate(batches):
-            index[s, c, :len(batch)] = batch
-            weight[s, c, :len(batch)] = 1.0
+    for c, (client, position) in enumerate(zip(cohort, positions)):
+        present = position >= 0
+        samples = data.clients[client].cpu()
+        index[:len(position), c] = torch.where(present, samples[position.clamp_min(0)], 0)
+        weight[:len(position), c] = present.float()
     return index.to(data.x.device), weight.to(data.x.device)
 
 
@@ -162,47 +185,114 @@ class SGD:
     def step(self, params: dict, grads: dict, buffers: dict, active: torch.Tensor) -> None:
         """torch.optim.SGD's update (dampening 0, no Nesterov), applied only where `active`.
 
-        `active` broadcasts against the leading dimensions of the parameters (clients, or none)."""
+        `active` broadcasts against the leading dimensions of the parameters (clients, or none). When
+        every client is active (most steps) the update is torch.optim.SGD's in-place one: one pass
+        over each parameter instead of four, which is most of a step's time for an MLP."""
+        everyone = bool(active.all())
         for name, param in params.items():
             g = grads[name]
             mask = active.reshape(active.shape + (1,) * (param.dim() - active.dim())).to(param.dtype)
             if self.weight_decay:
-                g = g + self.weight_decay * param
+                g = g.add(param, alpha=self.weight_decay)
             if self.momentum:
                 if name not in buffers:
                     buffers[name] = torch.zeros_like(param)
-                buffers[name].copy_(buffers[name] * (1 - mask) + (self.momentum * buffers[name] + g) * mask)
+                if everyone:
+                    buffers[name].mul_(self.momentum).add_(g)
+                else:
+                    buffers[name].copy_(buffers[name] * (1 - mask) + (self.momentum * buffers[name] + g) * mask)
                 g = buffers[name]
-            param.sub_(self.lr * g * mask)
+            if everyone:
+                param.add_(g, alpha=-self.lr)
+            else:
+                param.sub_(g * (self.lr * mask))
+
+
+class PathScore:
+    """RWalk's path-integral importance (Chaudhry et al. 2018), accumulated step by step:
+
+        s ← s + max(0, −g·Δθ) / (½·F̂·Δθ² + ε),     F̂ ← decay·F̂ + (1 − decay)·g²   (F̂ = g² at first)
+
+    g being the data loss's gradient at the step, Δθ the step taken and F̂ a running Fisher from the
+    squared mini-batch gradients: the loss decrease each parameter's move bought, per unit of the
+    curvature it moved along. Works on stacked cohorts (`active` masks finished clients) and on one
+    client (`active` a scalar True)."""
+
+    def __init__(self, decay: float, epsilon: float):
+        self.decay, self.epsilon = decay, epsilon
+        self.score: dict = {}
+        self.running_fisher: dict = {}
+
+    def update(self, grads: dict, before: dict, after: dict, active: torch.Tensor) -> None:
+        for name, g in grads.items():
+            mask = active.reshape(active.shape + (1,) * (g.dim() - active.dim())).to(g.dtype)
+            delta = after[name] - before[name]
+            squared = g * g
+            if name not in self.running_fisher:
+                self.running_fisher[name] = squared * mask
+                self.score[name] = torch.zeros_like(g)
+            else:
+                updated = self.decay * self.running_fisher[name] + (1 - self.decay) * squared
+                self.running_fisher[name] = torch.where(mask > 0, updated, self.running_fisher[name])
+            step_score = (-g * delta).clamp_min(0) / (0.5 * self.running_fisher[name] * delta * delta + self.epsilon)
+            self.score[name] = self.score[name] + step_score * mask
+
+    def set_client(self, c: int, client: PathScore, like: dict) -> None:
+        """Put one client's score (sequential path) at position c of this stacked score."""
+        for name, value in like.items():
+            if name not in self.score:
+                self.score[name] = torch.zeros_like(value)
+            if name in client.score:
+                self.score[name][c] = client.score[name]
 
 
 def train_cohort_vectorized(model, algorithm, hp, objective, stacked: dict, shared: dict, contexts: dict,
-                            data: ClientData, index, weight, sgd: SGD):
-    """Train a stacked cohort in place; returns each client's mean data loss over its steps."""
+                            data: ClientData, index, weight, sgd: SGD, path: PathScore | None = None):
+    """Train a stacked cohort in place; returns each client's mean data loss over its steps.
+
+    With `path`, RWalk's path score of every client is accumulated there along the way."""
     step_fn = vmap(grad_and_value(objective, has_aux=True), in_dims=(0, 0, 0, 0, None, 0),
                    randomness="different")
+    by_hand = cohort_mlp.is_plain_mlp(model) and hasattr(algorithm, "penalty_grad")
+    # Plain SGD with no penalty this round: the step is applied inside the backward pass.
+    fused = (by_hand and path is None and not sgd.momentum and not sgd.weight_decay
+             and not algorithm.penalty_grad(stacked, shared, contexts, hp))
     buffers: dict = {}
     loss_sum = torch.zeros(index.shape[1], device=weight.device)
     steps_done = torch.zeros(index.shape[1], device=weight.device)
     for s in range(index.shape[0]):
         w = weight[s]
-        grads, (_, data_loss) = step_fn(stacked, data.inputs(index[s]), data.y[index[s]], w, shared, contexts)
+        if fused:
+            data_loss = cohort_mlp.cohort_sgd_step(model, stacked, data.inputs(index[s]), data.y[index[s]], w, sgd.lr)
+            active = w.sum(1) > 0
+            loss_sum += data_loss * active
+            steps_done += active
+            continue
+        if by_hand:
+            grads, data_loss = cohort_mlp.cohort_grads(model, stacked, data.inputs(index[s]), data.y[index[s]], w)
+        else:
+            grads, (_, data_loss) = step_fn(stacked, data.inputs(index[s]), data.y[index[s]], w, shared, contexts)
+        data_grads = dict(grads)
         add_penalty_grad(algorithm, hp, grads, stacked, shared, contexts)
         active = w.sum(1) > 0
+        before = {n: p.clone() for n, p in stacked.items()} if path is not None else None
         sgd.step(stacked, grads, buffers, active)
+        if path is not None:
+            path.update(data_grads, before, stacked, active)
         loss_sum += data_loss.detach() * active
         steps_done += active
     return loss_sum / steps_done.clamp_min(1)
 
 
 def train_cohort_sequential(model, algorithm, hp, objective, stacked: dict, shared: dict, contexts: dict,
-                            data: ClientData, index, weight, sgd: SGD):
+                            data: ClientData, index, weight, sgd: SGD, path: PathScore | None = None):
     """The reference: the same objective and SGD step, one client at a time, no vmap."""
     step_fn = grad_and_value(objective, has_aux=True)
     losses = []
     for c in range(index.shape[1]):
         params = {name: value[c].clone() for name, value in stacked.items()}
         ctx = {name: slice_tree(value, c) for name, value in contexts.items()}
+        client_path = PathScore(path.decay, path.epsilon) if path is not None else None
         buffers: dict = {}
         loss_sum, steps_done = 0.0, 0
         for s in range(index.shape[0]):
@@ -210,12 +300,18 @@ def train_cohort_sequential(model, algorithm, hp, objective, stacked: dict, shar
             if w.sum() == 0:
                 continue
             grads, (_, data_loss) = step_fn(params, data.inputs(index[s, c]), data.y[index[s, c]], w, shared, ctx)
+            data_grads = dict(grads)
             add_penalty_grad(algorithm, hp, grads, params, shared, ctx)
+            before = {n: p.clone() for n, p in params.items()} if path is not None else None
             sgd.step(params, grads, buffers, torch.tensor(True))
+            if client_path is not None:
+                client_path.update(data_grads, before, params, torch.tensor(True))
             loss_sum += float(data_loss)
             steps_done += 1
         for name in stacked:
             stacked[name][c] = params[name]
+        if client_path is not None:
+            path.set_client(c, client_path, stacked)
         losses.append(loss_sum / max(steps_done, 1))
     return torch.tensor(losses)
 
@@ -293,22 +389,26 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
         torch.manual_seed(derived_seed(seed, round_, members[0], 1 << 21))  # the chunk's dropout stream
         model.train()
         train = train_cohort_vectorized if vectorized else train_cohort_sequential
-        losses.append(train(model, algorithm, hp, objective, stacked, shared, contexts, data, index, weight, sgd))
+        path = PathScore(hp["rwalk_decay"], hp["rwalk_epsilon"]) if algorithm.needs_path_score(hp) else None
+        losses.append(train(model, algorithm, hp, objective, stacked, shared, contexts, data, index, weight, sgd,
+                            path))
         for c, client in enumerate(members):
             params = {name: value[c].detach().clone() for name, value in stacked.items()}
             fisher = None
             if algorithm.upload_needs_fisher(hp):
                 fisher = client_fisher(model, params, data, client, hp, seed, round_)
-            uploads.append({"client": client, **algorithm.client_upload(params, fisher, hp)})
+            score = {name: value[c] for name, value in path.score.items()} if path is not None else None
+            uploads.append({"client": client,
+                            **algorithm.client_upload(params, fisher, hp, shared=shared, path_score=score)})
     train_loss = torch.cat(losses)
     sizes = [len(data.clients[k]) for k in cohort]
     weights = [n / sum(sizes) for n in sizes]
     diverged = not bool(torch.isfinite(train_loss).all()) or not all(
-        all_finite({k: up[k] for k in algorithm.SENT_UP}) for up in uploads)
+        all_finite({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
     new_state = state if diverged else algorithm.aggregate(state, uploads, weights, hp)
     sent_down = len(cohort) * (tensor_bytes(state["params"]) + sum(tensor_bytes(state[k])
-                                                                   for k in algorithm.SENT_DOWN))
-    sent_up = sum(tensor_bytes({k: up[k] for k in algorithm.SENT_UP}) for up in uploads)
+                                                                   for k in algorithm.sent_down(hp)))
+    sent_up = sum(tensor_bytes({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
     return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, diverged, cohort)
 
 

@@ -56,7 +56,7 @@ def code_digest() -> str:
     import hashlib
 
     package = Path(__file__).resolve().parent
-    files = [package / name for name in ("train.py", "engine.py", "fisher.py", "models.py", "runs.py",
+    files = [package / name for name in ("train.py", "engine.py", "cohort_mlp.py", "fisher.py", "models.py", "runs.py",
                                          "datasets.py", "partition.py")]
     files += sorted((package / "algorithms").glob("*.py"))
     digest = hashlib.sha256()

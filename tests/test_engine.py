@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from pipeline import models
-from pipeline.algorithms import fedavg, fedcurv, fedprox
-from pipeline.engine import (SGD, ClientData, cohort_chunk_size, local_batches, rounds_to_accuracy,
-                             run_round, sample_cohort)
+from pipeline.algorithms import fedavg, fedcurv, fedprox, importance
+from pipeline import cohort_mlp
+from pipeline.engine import (SGD, ClientData, client_schedule, cohort_chunk_size, local_batches,
+                             rounds_to_accuracy, run_round, sample_cohort)
 
 import synthetic
 from synthetic import CLASSES, SHAPE
@@ -54,6 +55,8 @@ def flat_tensors(tree, prefix=""):
     """name -> tensor for every tensor in a (nested) state."""
     if torch.is_tensor(tree):
         return {prefix: tree}
+    if tree is None:
+        return {}
     out = {}
     for key, value in tree.items():
         out.update(flat_tensors(value, f"{prefix}.{key}" if prefix else str(key)))
@@ -64,8 +67,10 @@ ALGORITHMS = [
     (fedavg, {}),
     (fedprox, {"mu": 0.1}),
     (fedcurv, {**fedcurv.HYPERPARAMS, "lambda": 0.5}),
+    (importance, {**importance.HYPERPARAMS, "lambda": 50.0}),
+    (importance, {**importance.HYPERPARAMS, "lambda": 50.0, "importance": "rwalk"}),
 ]
-IDS = ["fedavg", "fedprox", "fedcurv"]
+IDS = ["fedavg", "fedprox", "fedcurv", "importance", "importance_rwalk"]
 
 
 # ---------------------------------------------------------------- vectorized == sequential, chunking
@@ -95,6 +100,45 @@ def test_vectorized_and_sequential_paths_agree_after_two_rounds(algorithm, hp):
     # The run went somewhere (not a trivially equal pair of unchanged models).
     start = dict(make_model().named_parameters())
     assert any((vec_state["params"][n] - start[n]).abs().max() > 1e-3 for n in start)
+
+
+@pytest.mark.parametrize("algorithm, hp", ALGORITHMS, ids=IDS)
+def test_plain_sgd_paths_agree_with_the_reference(algorithm, hp, monkeypatch):
+    """Without momentum, weight decay or a penalty term, the steps are applied inside the hand-written
+    backward pass (cohort_mlp.cohort_sgd_step); otherwise the gradients are. Both must match the
+    one-client-at-a-time vmap reference."""
+    calls = []
+    fused_step = cohort_mlp.cohort_sgd_step
+    monkeypatch.setattr(cohort_mlp, "cohort_sgd_step", lambda *a, **k: calls.append(1) or fused_step(*a, **k))
+    data = make_data()
+    run_settings = settings(momentum=0.0, weight_decay=0.0)
+    vec_state, _ = run(algorithm, hp, 2, data, run_settings, vectorized=True)
+    seq_state, _ = run(algorithm, hp, 2, data, run_settings, vectorized=False)
+    # FedAvg always; Importance in round 1, before any global Fisher exists (but not with RWalk,
+    # whose path score needs the gradients); FedProx and FedCurv never.
+    assert bool(calls) == (algorithm is fedavg or (algorithm is importance and not importance.needs_path_score(hp)))
+    vec, seq = flat_tensors(vec_state), flat_tensors(seq_state)
+    for name in vec:
+        torch.testing.assert_close(vec[name], seq[name], atol=1e-5, rtol=1e-5, msg=name)
+
+
+def test_hand_written_mlp_gradients_equal_autograd_per_client():
+    model = make_model(hidden=(5, 4))
+    data = make_data([4, 4, 4])
+    stacked = {n: torch.stack([p.detach() + 0.1 * k for k in range(3)]) for n, p in model.named_parameters()}
+    index = torch.stack([c[:3] for c in data.clients])
+    w = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])  # a partial and an empty client
+    grads, loss = cohort_mlp.cohort_grads(model, stacked, data.inputs(index), data.y[index], w)
+    for c in range(3):
+        params = {n: v[c].clone().requires_grad_(True) for n, v in stacked.items()}
+        logits = torch.func.functional_call(model, params, (data.inputs(index[c]),))
+        ce = torch.nn.functional.cross_entropy(logits, data.y[index[c]], reduction="none")
+        expected_loss = (ce * w[c]).sum() / w[c].sum().clamp_min(1)
+        expected = torch.autograd.grad(expected_loss, list(params.values()))
+        assert float(loss[c]) == pytest.approx(float(expected_loss.detach()), abs=1e-6)
+        for (name, _), g in zip(params.items(), expected):
+            torch.testing.assert_close(grads[name][c], g, atol=1e-6, rtol=1e-5, msg=f"{name}[{c}]")
+    assert all(grads[n][2].abs().sum() == 0 for n in grads)  # no samples: no gradient at all
 
 
 @pytest.mark.parametrize("algorithm, hp", [ALGORITHMS[0], ALGORITHMS[2]], ids=["fedavg", "fedcurv"])
@@ -177,6 +221,26 @@ def test_local_batches_each_epoch_is_a_permutation_cut_into_batches():
     assert len({tuple(o) for o in orders}) > 1  # reshuffled per epoch
     again = local_batches(n, epochs, size, torch.Generator().manual_seed(0))
     assert all(torch.equal(a, b) for a, b in zip(batches, again))
+
+
+@pytest.mark.parametrize("n, epochs, size", [(11, 3, 4), (8, 2, 4), (3, 1, 10)])
+def test_client_schedule_is_local_batches_padded(n, epochs, size):
+    batches = local_batches(n, epochs, size, torch.Generator().manual_seed(3))
+    schedule = client_schedule(n, epochs, size, torch.Generator().manual_seed(3))
+    assert len(schedule) == len(batches)
+    for row, batch in zip(schedule, batches):
+        assert row[:len(batch)].tolist() == batch.tolist()
+        assert (row[len(batch):] == -1).all()
+
+
+def test_cached_normalised_inputs_equal_per_batch_normalisation(monkeypatch):
+    data = make_data()
+    index = torch.tensor([[0, 5], [7, 2]])
+    cached = data.inputs(index)
+    assert data.normalised is not None
+    uncached = make_data()
+    monkeypatch.setattr("pipeline.engine.NORMALISED_CACHE_BYTES", 0)
+    assert torch.equal(uncached.inputs(index), cached) and uncached.normalised is None
 
 
 # ---------------------------------------------------------------- SGD

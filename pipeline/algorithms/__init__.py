@@ -6,8 +6,11 @@
     shared_context(state, hp)        what the server sends every client alike (tensors)
     client_context(state, client, hp)   what it sends one client (tensors; stacked over the cohort)
     penalty(params, shared, ctx, hp) -> scalar added to the local data loss (0 for FedAvg)
-    client_upload(params, fisher, hp)   what a client sends back after training
+    penalty_grad(params, shared, ctx, hp)  (optional) its gradient in closed form, names -> tensors
+    client_upload(params, fisher, hp, shared, path_score)   what a client sends back after training
     upload_needs_fisher(hp) -> bool  whether the engine must compute the client's Fisher diagonal
+    needs_path_score(hp) -> bool     whether the engine must accumulate RWalk's path score (PathScore)
+    sent_down(hp), sent_up(hp)       the state / upload entries that travel (bytes; divergence check)
     aggregate(state, uploads, weights, hp) -> new server state
 
 The engine (pipeline/engine.py) owns sampling, local SGD, evaluation and checkpoints.
@@ -16,9 +19,9 @@ from __future__ import annotations
 
 import difflib
 
-from pipeline.algorithms import fedavg, fedcurv, fedprox
+from pipeline.algorithms import fedavg, fedcurv, fedprox, importance
 
-ALGORITHMS = {module.NAME: module for module in (fedavg, fedprox, fedcurv)}
+ALGORITHMS = {module.NAME: module for module in (fedavg, fedprox, fedcurv, importance)}
 
 
 def get_algorithm(name: str):

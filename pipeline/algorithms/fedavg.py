@@ -7,12 +7,20 @@ from pipeline.algorithms.common import weighted_sum
 
 NAME = "fedavg"
 HYPERPARAMS: dict = {}
-SENT_DOWN: tuple = ()  # server-state entries sent to each client besides the parameters
-SENT_UP = ("params",)  # upload entries that travel to the server
 
 
 def check(path, hp):
     return []
+
+
+def sent_down(hp):
+    """Server-state entries sent to each client besides the parameters."""
+    return ()
+
+
+def sent_up(hp):
+    """Upload entries that travel to the server."""
+    return ("params",)
 
 
 def init_state(global_params, num_clients, hp):
@@ -31,11 +39,19 @@ def penalty(params, shared, ctx, hp):
     return torch.zeros(())
 
 
+def penalty_grad(params, shared, ctx, hp):
+    return {}
+
+
 def upload_needs_fisher(hp):
     return False
 
 
-def client_upload(params, fisher, hp):
+def needs_path_score(hp):
+    return False
+
+
+def client_upload(params, fisher, hp, shared=None, path_score=None):
     return {"params": params}
 
 

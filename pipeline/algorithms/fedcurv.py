@@ -31,8 +31,6 @@ from pipeline.config import check_choice, check_int, check_nonnegative
 
 NAME = "fedcurv"
 HYPERPARAMS = {"lambda": 1.0, "fisher_samples": None, "fisher_labels": "true", "sums_over": "latest"}
-SENT_DOWN = ("u", "v")  # besides θ (section 3.1: "two additional elements ... of the same size as θ")
-SENT_UP = ("params", "fisher", "fisher_params")
 
 
 def check(path, hp):
@@ -42,6 +40,14 @@ def check(path, hp):
     problems += check_choice(f"{path}.fisher_labels", hp["fisher_labels"], ("true", "sampled"))
     problems += check_choice(f"{path}.sums_over", hp["sums_over"], ("latest", "participants"))
     return problems
+
+
+def sent_down(hp):
+    return ("u", "v")  # besides θ (section 3.1: "two additional elements ... of the same size as θ")
+
+
+def sent_up(hp):
+    return ("params", "fisher", "fisher_params")
 
 
 def init_state(global_params, num_clients, hp):
@@ -84,7 +90,10 @@ def penalty(params, shared, ctx, hp):
 
 
 def penalty_grad(params, shared, ctx, hp):
-    """∂penalty/∂θ = 2λ[(u − F_k)·θ − (v − F_k·θ_k)], elementwise (works on stacked cohorts too)."""
+    """∂penalty/∂θ = 2λ[(u − F_k)·θ − (v − F_k·θ_k)], elementwise (works on stacked cohorts too);
+    none at λ = 0 (an empty dict tells the engine there is no penalty term)."""
+    if hp["lambda"] == 0:
+        return {}
     return {name: 2.0 * hp["lambda"] * (ctx["fisher_others"][name] * theta - ctx["anchor_others"][name])
             for name, theta in params.items()}
 
@@ -93,7 +102,11 @@ def upload_needs_fisher(hp):
     return True
 
 
-def client_upload(params, fisher, hp):
+def needs_path_score(hp):
+    return False
+
+
+def client_upload(params, fisher, hp, shared=None, path_score=None):
     fisher_params = {name: fisher[name] * params[name] for name in params}
     return {"params": params, "fisher": fisher, "fisher_params": fisher_params,
             "fisher_params2": sum((fisher_params[n] * params[n]).sum() for n in params)}

@@ -6,12 +6,13 @@ from pipeline.config import check_nonnegative
 
 NAME = "fedprox"
 HYPERPARAMS = {"mu": 0.01}
-SENT_DOWN = fedavg.SENT_DOWN
-SENT_UP = fedavg.SENT_UP
+sent_down = fedavg.sent_down
+sent_up = fedavg.sent_up
 
 init_state = fedavg.init_state
 client_context = fedavg.client_context
 upload_needs_fisher = fedavg.upload_needs_fisher
+needs_path_score = fedavg.needs_path_score
 client_upload = fedavg.client_upload
 aggregate = fedavg.aggregate
 
@@ -30,5 +31,7 @@ def penalty(params, shared, ctx, hp):
 
 
 def penalty_grad(params, shared, ctx, hp):
-    """∂penalty/∂θ = μ(θ − θ_t), elementwise (works on stacked cohorts too)."""
+    """∂penalty/∂θ = μ(θ − θ_t), elementwise (works on stacked cohorts too); none at μ = 0."""
+    if hp["mu"] == 0:
+        return {}
     return {name: hp["mu"] * (theta - shared["global"][name]) for name, theta in params.items()}
