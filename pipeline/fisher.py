@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-LINEAR_STACK = (nn.Linear, nn.ReLU, nn.Flatten, nn.Dropout)
+# Layers whose per-sample squared gradients `layer_stack_squared_grads` computes without vmap.
+LAYER_STACK = (nn.Linear, nn.Conv2d, nn.ReLU, nn.Flatten, nn.Dropout, nn.MaxPool2d)
 
 
 def per_sample_log_likelihood_grads(model, params, x, y):
@@ -24,39 +25,52 @@ def per_sample_log_likelihood_grads(model, params, x, y):
     return vmap(grad(log_likelihood), in_dims=(None, 0, 0))(params, x, y)
 
 
-def is_linear_stack(model) -> bool:
-    return isinstance(model, nn.Sequential) and all(isinstance(m, LINEAR_STACK) for m in model)
+def is_layer_stack(model) -> bool:
+    return isinstance(model, nn.Sequential) and all(
+        isinstance(m, LAYER_STACK) and (not isinstance(m, nn.Conv2d) or m.groups == 1) for m in model)
 
 
-def linear_stack_squared_grads(model, params, x, y) -> dict:
-    """Σ_i (per-sample gradient)² for an MLP, without materialising per-sample gradients.
+def layer_stack_squared_grads(model, params, x, y) -> dict:
+    """Σ_i (per-sample gradient)² for a Sequential of Linear/Conv2d/ReLU/pooling layers, without
+    materialising every parameter's per-sample gradient.
 
-    For a linear layer out_i = W a_i + b, sample i's gradient is g_i a_iᵀ (g_i = ∂loss_i/∂out_i,
-    which one backward pass of the summed loss gives, samples being independent), so
-    Σ_i (g_i a_iᵀ)² = (g²)ᵀ(a²): one matrix product per layer instead of N outer products.
-    Exact, and equal to the vmap path (tests/test_fisher.py).
+    One backward pass of the summed loss gives each layer's per-sample output gradient g_i (samples
+    are independent). A linear layer's per-sample weight gradient is g_i a_iᵀ, so Σ_i (g_i a_iᵀ)² =
+    (g²)ᵀ(a²): one matrix product. A convolution's is g_i · unfold(a_i)ᵀ (a sum over positions, so it
+    is formed per sample, but only for the small conv kernels, never for the wide dense layers that
+    made vmap's per-sample gradients cost gigabytes). Exact; tests/test_fisher.py checks it against the
+    one-sample-at-a-time definition.
     """
-    inputs, outputs, names = [], [], []
-    h = x
+    records, h = [], x
     for index, layer in enumerate(model):
-        if isinstance(layer, nn.Linear):
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
             weight = params[f"{index}.weight"].detach().requires_grad_(True)
-            inputs.append(h.detach())
-            h = F.linear(h, weight, params[f"{index}.bias"].detach())
-            outputs.append(h)
-            names.append(str(index))
-        elif isinstance(layer, nn.ReLU):
-            h = F.relu(h)
-        elif isinstance(layer, nn.Flatten):
-            h = h.flatten(1)
-        # Dropout: the Fisher is taken in eval mode, where dropout is the identity.
+            bias = params.get(f"{index}.bias")
+            records.append((str(index), layer, h.detach()))
+            if isinstance(layer, nn.Linear):
+                h = F.linear(h, weight, bias.detach() if bias is not None else None)
+            else:
+                h = F.conv2d(h, weight, bias.detach() if bias is not None else None, layer.stride, layer.padding,
+                             layer.dilation)
+            records[-1] += (h,)
+        else:  # ReLU, Flatten, pooling; Dropout is the identity in eval mode, where the Fisher is taken
+            h = layer(h)
     loss = F.cross_entropy(h, y, reduction="sum")
-    output_grads = torch.autograd.grad(loss, outputs)
+    output_grads = torch.autograd.grad(loss, [record[3] for record in records])
     squared = {}
-    for name, a, g in zip(names, inputs, output_grads):
-        g2 = g * g
-        squared[f"{name}.weight"] = g2.T @ (a * a)
-        squared[f"{name}.bias"] = g2.sum(0)
+    for (name, layer, a, _), g in zip(records, output_grads):
+        if isinstance(layer, nn.Linear):
+            g2 = g * g
+            squared[f"{name}.weight"] = g2.T @ (a * a)
+            bias_grad = g
+        else:
+            columns = F.unfold(a, layer.kernel_size, layer.dilation, layer.padding, layer.stride)  # [N, in·k·k, L]
+            g = g.flatten(2)  # [N, out, L]
+            per_sample = torch.bmm(g, columns.transpose(1, 2))  # [N, out, in·k·k]
+            squared[f"{name}.weight"] = (per_sample * per_sample).sum(0).view_as(layer.weight)
+            bias_grad = g.sum(2)
+        if layer.bias is not None:
+            squared[f"{name}.bias"] = (bias_grad * bias_grad).sum(0)
     return squared
 
 
@@ -75,9 +89,9 @@ def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, label
             y = torch.multinomial(probabilities, 1, generator=generator).squeeze(1).to(x.device)
     for start in range(0, len(x), chunk):
         xs, ys = x[start:start + chunk], y[start:start + chunk]
-        if is_linear_stack(model):
+        if is_layer_stack(model):
             with torch.enable_grad():
-                for name, value in linear_stack_squared_grads(model, params, xs, ys).items():
+                for name, value in layer_stack_squared_grads(model, params, xs, ys).items():
                     total[name] += value
             continue
         for name, g in per_sample_log_likelihood_grads(model, params, xs, ys).items():

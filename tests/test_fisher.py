@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from pipeline import models
-from pipeline.fisher import diagonal_fisher, is_linear_stack
+from pipeline.fisher import diagonal_fisher, is_layer_stack
 
 CLASSES = 4
 
@@ -16,7 +16,13 @@ CLASSES = 4
 def build(name: str, shape, seed=0):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = models.mlp(shape, CLASSES, [7, 5]) if name == "mlp" else models.MODELS[name](shape, CLASSES)
+        if name == "mlp":
+            model = models.mlp(shape, CLASSES, [7, 5])
+        elif name == "tanh_cnn":
+            model = torch.nn.Sequential(torch.nn.Conv2d(shape[2], 3, 3, padding=1), torch.nn.Tanh(),
+                                        torch.nn.Flatten(), torch.nn.Linear(3 * shape[0] * shape[1], CLASSES))
+        else:
+            model = models.MODELS[name](shape, CLASSES)
     # float64: in float32 a ReLU input within rounding of 0 can switch sides between the batched and the
     # one-sample forward pass, which changes that sample's gradient by far more than rounding.
     return model.double()
@@ -55,13 +61,14 @@ def assert_trees_close(actual: dict, expected: dict):
         torch.testing.assert_close(actual[name], expected[name], rtol=1e-9, atol=1e-12 * scale, msg=name)
 
 
-CASES = [("mlp", (4, 4, 1)), ("cnn_fedavg", (8, 8, 1)), ("cnn_mnist", (8, 8, 1))]
+CASES = [("mlp", (4, 4, 1)), ("cnn_fedavg", (8, 8, 1)), ("cnn_mnist", (8, 8, 1)), ("tanh_cnn", (8, 8, 2))]
 
 
 def test_the_cases_cover_both_code_paths():
-    assert is_linear_stack(build("mlp", (4, 4, 1)))
-    assert not is_linear_stack(build("cnn_fedavg", (8, 8, 1)))
-    assert not is_linear_stack(build("cnn_mnist", (8, 8, 1)))
+    assert is_layer_stack(build("mlp", (4, 4, 1)))
+    assert is_layer_stack(build("cnn_fedavg", (8, 8, 1)))
+    assert is_layer_stack(build("cnn_mnist", (8, 8, 1)))
+    assert not is_layer_stack(build("tanh_cnn", (8, 8, 2)))  # a layer the shortcut does not know: vmap
 
 
 @pytest.mark.parametrize("name, shape", CASES)

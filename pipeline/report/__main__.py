@@ -9,12 +9,14 @@ import yaml
 from pipeline.config import GRID_FILE, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
 from pipeline.io import write_json, write_text
-from pipeline.report import fedcurv
+from pipeline.report import fedcurv, importance
 from pipeline.report.common import RUNS_DIR, fmt, load_results
 
 REPORTS_DIR = Path("reports")
 PUBLISHED = Path(__file__).with_name("published.yaml")
-PAPERS = [("fedcurv", fedcurv, "Shoham et al. 2019, Overcoming Forgetting in Federated Learning on Non-IID Data")]
+PAPERS = [("fedcurv", fedcurv, "Shoham et al. 2019, Overcoming Forgetting in Federated Learning on Non-IID Data"),
+          ("importance", importance, "Kim, Kim & Kim, Overcoming Forgetting in Federated Learning via Importance "
+                                     "From Agent")]
 
 
 def claims_markdown(claims: list, profile: str) -> str:
@@ -65,7 +67,7 @@ def main() -> None:
     write_json(REPORTS_DIR / "claims.json", {
         "held": statuses.count("held"), "failed": statuses.count("failed"),
         "inconclusive": statuses.count("inconclusive"), "not_run": statuses.count("not run"),
-        "claims": {c.id: c.status for c in claims}})
+        "claims": {name: {c.id: c.status for c in claims if c.paper == name} for name, _, _ in PAPERS}})
     write_text(REPORTS_DIR / "README.md", index_markdown(profile, results, built))
     print(f"reports: {len(results)} runs, claims " + ", ".join(f"{s}: {statuses.count(s)}" for s in sorted(set(statuses))))
 

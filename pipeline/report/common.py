@@ -121,7 +121,8 @@ def fewer_rounds_claim(paper, claim_id, text, published, results, first, second,
     return Claim(paper, claim_id, text, "held" if held else "failed", evidence, published)
 
 
-def plot_curves(path: Path, title: str, series: list[tuple[str, RunResult]], targets: list[float]) -> None:
+def plot_curves(path: Path, title: str, series: list[tuple[str, RunResult]], targets: list[float],
+                ylim: tuple[float, float] = (0.5, 1.0)) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -135,7 +136,7 @@ def plot_curves(path: Path, title: str, series: list[tuple[str, RunResult]], tar
         ax.axhline(target, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xlabel("round")
     ax.set_ylabel("test accuracy")
-    ax.set_ylim(0.5, 1.0)
+    ax.set_ylim(*ylim)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     if series:
