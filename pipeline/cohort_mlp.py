@@ -28,14 +28,26 @@ def cohort_grads(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torc
     return backward(model, stacked, delta, linear_inputs, relu_outputs), data_loss
 
 
-def cohort_sgd_step(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, lr: float):
-    """One plain SGD step (no momentum, weight decay or penalty) applied during the backward pass:
+def cohort_sgd_step(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, lr: float,
+                    pull: dict | None = None):
+    """One plain SGD step (no momentum or weight decay) applied during the backward pass:
     θ ← θ − lr·g as one `baddbmm_` per weight, never materialising g. Returns the data loss.
 
-    A client with no weight in this step has g = 0 exactly, so it is left exactly where it was."""
+    `pull` (name -> (lr·scale, lr·offset)) adds a quadratic penalty whose gradient is scale·θ − offset
+    (FedProx, FedCurv, EWC): θ ← θ − lr·scale·θ + lr·offset, taken at the same θ as g. A client with no
+    weight in this step has g = 0 exactly (and a pull masked to 0), so it stays exactly where it was."""
     delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w)
-    backward(model, stacked, delta, linear_inputs, relu_outputs, lr=lr)
+    backward(model, stacked, delta, linear_inputs, relu_outputs, lr=lr, pull=pull)
     return data_loss
+
+
+def apply_pull(param: torch.Tensor, scale, offset) -> None:
+    """θ ← θ − scale·θ + offset in place (written so that a tiny scale is not lost to 1 − scale rounding)."""
+    if torch.is_tensor(scale):
+        param.addcmul_(param, scale, value=-1.0)
+    else:
+        param.add_(param, alpha=-scale)
+    param.add_(offset)
 
 
 def forward(model, stacked, x, y, w):
@@ -59,7 +71,8 @@ def forward(model, stacked, x, y, w):
     return delta * scale.unsqueeze(-1), data_loss, linear_inputs, relu_outputs
 
 
-def backward(model, stacked, delta, linear_inputs, relu_outputs, lr: float | None = None) -> dict:
+def backward(model, stacked, delta, linear_inputs, relu_outputs, lr: float | None = None,
+             pull: dict | None = None) -> dict:
     """The gradients (lr None), or the SGD step applied in place (lr given; returns {})."""
     grads = {}
     layers = list(model)
@@ -71,6 +84,9 @@ def backward(model, stacked, delta, linear_inputs, relu_outputs, lr: float | Non
                 grads[f"{index}.weight"] = torch.bmm(delta.transpose(1, 2), linear_inputs[index])
                 grads[f"{index}.bias"] = delta.sum(1)
             else:
+                if pull is not None:  # the penalty's pull, at the θ the data gradient was taken at
+                    apply_pull(weight, *pull[f"{index}.weight"])
+                    apply_pull(bias, *pull[f"{index}.bias"])
                 weight.baddbmm_(delta.transpose(1, 2), linear_inputs[index], alpha=-lr)
                 bias.add_(delta.sum(1), alpha=-lr)
             delta = below

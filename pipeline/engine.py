@@ -254,17 +254,20 @@ def train_cohort_vectorized(model, algorithm, hp, objective, stacked: dict, shar
     step_fn = vmap(grad_and_value(objective, has_aux=True), in_dims=(0, 0, 0, 0, None, 0),
                    randomness="different")
     by_hand = cohort_mlp.is_plain_mlp(model) and hasattr(algorithm, "penalty_grad")
-    # Plain SGD with no penalty this round: the step is applied inside the backward pass.
-    fused = (by_hand and path is None and not sgd.momentum and not sgd.weight_decay
-             and not algorithm.penalty_grad(stacked, shared, contexts, hp))
+    # Plain SGD: the whole step, a quadratic penalty's pull included, is applied inside the backward pass.
+    fused = (by_hand and hasattr(algorithm, "penalty_affine") and path is None and not sgd.momentum
+             and not sgd.weight_decay)
+    pull = fused and penalty_pull(algorithm.penalty_affine(shared, contexts, hp), sgd.lr)
     buffers: dict = {}
     loss_sum = torch.zeros(index.shape[1], device=weight.device)
     steps_done = torch.zeros(index.shape[1], device=weight.device)
     for s in range(index.shape[0]):
         w = weight[s]
         if fused:
-            data_loss = cohort_mlp.cohort_sgd_step(model, stacked, data.inputs(index[s]), data.y[index[s]], w, sgd.lr)
             active = w.sum(1) > 0
+            step_pull = pull if pull is None or bool(active.all()) else masked_pull(pull, active, stacked)
+            data_loss = cohort_mlp.cohort_sgd_step(model, stacked, data.inputs(index[s]), data.y[index[s]], w, sgd.lr,
+                                                   step_pull)
             loss_sum += data_loss * active
             steps_done += active
             continue
@@ -282,6 +285,23 @@ def train_cohort_vectorized(model, algorithm, hp, objective, stacked: dict, shar
         loss_sum += data_loss.detach() * active
         steps_done += active
     return loss_sum / steps_done.clamp_min(1)
+
+
+def penalty_pull(affine, lr: float):
+    """The penalty's part of an SGD step, −lr·(scale·θ − offset), as (lr·scale, lr·offset) per name."""
+    if affine is None:
+        return None
+    scale, offset = affine
+    return {name: (lr * scale[name], lr * offset[name]) for name in scale}
+
+
+def masked_pull(pull: dict, active: torch.Tensor, stacked: dict) -> dict:
+    """The pull with clients that have no step left (finished, padding) not moved at all."""
+    masked = {}
+    for name, (scale, offset) in pull.items():
+        mask = active.reshape(-1, *([1] * (stacked[name].dim() - 1))).to(stacked[name].dtype)
+        masked[name] = (scale * mask, offset * mask)
+    return masked
 
 
 def train_cohort_sequential(model, algorithm, hp, objective, stacked: dict, shared: dict, contexts: dict,

@@ -288,3 +288,32 @@ def test_unknown_algorithm_name_gets_did_you_mean():
         f"{PATH}.name: unknown algorithm 'fedprx'; did you mean 'fedprox'?"]
     problems = check_algorithm(PATH, "fedavg")
     assert len(problems) == 1 and problems[0].startswith(f"{PATH}: ")
+
+
+# ---------------------------------------------------------------- the fused step's affine form
+
+
+@pytest.mark.parametrize("name, hp", [
+    ("fedprox", {"name": "fedprox", "mu": 0.3}),
+    ("fedcurv", {"name": "fedcurv", "lambda": 0.7}),
+    ("importance", {"name": "importance", "lambda": 5.0}),
+    ("importance", {"name": "importance", "lambda": 5.0, "penalty": "l2"}),
+], ids=["fedprox", "fedcurv", "importance_ewc", "importance_l2"])
+def test_penalty_affine_is_the_penalty_gradient_as_scale_theta_minus_offset(name, hp):
+    """The engine's fused step uses penalty_affine; it must be the same function as penalty_grad."""
+    from pipeline.algorithms import get_algorithm
+
+    algorithm, hp = get_algorithm(name), resolve_hyperparams(hp)
+    g = torch.Generator().manual_seed(21)
+    state = algorithm.init_state(random_tree(SHAPES, g), 3, hp)
+    uploads = [{"client": k, **algorithm.client_upload(random_tree(SHAPES, g), random_tree(SHAPES, g, True), hp,
+                                                       shared=algorithm.shared_context(state, hp))}
+               for k in range(3)]
+    state = algorithm.aggregate(state, uploads, [1 / 3] * 3, hp)  # so every penalty term exists
+    shared, ctx = algorithm.shared_context(state, hp), algorithm.client_context(state, 1, hp)
+    theta = random_tree(SHAPES, g)
+    scale, offset = algorithm.penalty_affine(shared, ctx, hp)
+    expected = algorithm.penalty_grad(theta, shared, ctx, hp)
+    assert set(expected) == set(SHAPES)
+    for n in SHAPES:
+        torch.testing.assert_close(scale[n] * theta[n] - offset[n], expected[n])

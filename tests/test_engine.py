@@ -114,9 +114,8 @@ def test_plain_sgd_paths_agree_with_the_reference(algorithm, hp, monkeypatch):
     run_settings = settings(momentum=0.0, weight_decay=0.0)
     vec_state, _ = run(algorithm, hp, 2, data, run_settings, vectorized=True)
     seq_state, _ = run(algorithm, hp, 2, data, run_settings, vectorized=False)
-    # FedAvg always; Importance in round 1, before any global Fisher exists (but not with RWalk,
-    # whose path score needs the gradients); FedProx and FedCurv never.
-    assert bool(calls) == (algorithm is fedavg or (algorithm is importance and not importance.needs_path_score(hp)))
+    # Every algorithm here, its penalty folded into the step, except RWalk (its path score needs g).
+    assert bool(calls) == (not algorithm.needs_path_score(hp))
     vec, seq = flat_tensors(vec_state), flat_tensors(seq_state)
     for name in vec:
         torch.testing.assert_close(vec[name], seq[name], atol=1e-5, rtol=1e-5, msg=name)

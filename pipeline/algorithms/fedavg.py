@@ -43,6 +43,10 @@ def penalty_grad(params, shared, ctx, hp):
     return {}
 
 
+def penalty_affine(shared, ctx, hp):
+    return None
+
+
 def upload_needs_fisher(hp):
     return False
 

@@ -98,6 +98,14 @@ def penalty_grad(params, shared, ctx, hp):
             for name, theta in params.items()}
 
 
+def penalty_affine(shared, ctx, hp):
+    """penalty_grad as scale·θ − offset: (2λ(u − F_k), 2λ(v − F_k·θ_k)); None at λ = 0."""
+    if hp["lambda"] == 0:
+        return None
+    return ({n: 2.0 * hp["lambda"] * f for n, f in ctx["fisher_others"].items()},
+            {n: 2.0 * hp["lambda"] * a for n, a in ctx["anchor_others"].items()})
+
+
 def upload_needs_fisher(hp):
     return True
 

@@ -35,3 +35,11 @@ def penalty_grad(params, shared, ctx, hp):
     if hp["mu"] == 0:
         return {}
     return {name: hp["mu"] * (theta - shared["global"][name]) for name, theta in params.items()}
+
+
+def penalty_affine(shared, ctx, hp):
+    """penalty_grad as scale·θ − offset: (μ, μ·θ_t); None at μ = 0."""
+    if hp["mu"] == 0:
+        return None
+    return ({name: hp["mu"] for name in shared["global"]},
+            {name: hp["mu"] * value for name, value in shared["global"].items()})

@@ -111,6 +111,15 @@ def penalty_grad(params, shared, ctx, hp):
     return {n: hp["lambda"] * weight[n] * (theta - shared["global"][n]) for n, theta in params.items()}
 
 
+def penalty_affine(shared, ctx, hp):
+    """penalty_grad as scale·θ − offset: (λF_t, λF_t·θ_t) for EWC, (λ, λθ_t) for L2; None without a term."""
+    weight = penalty_weight(shared, hp)
+    if weight is None:
+        return None
+    scale = {n: hp["lambda"] * weight[n] for n in shared["global"]}
+    return scale, {n: scale[n] * value for n, value in shared["global"].items()}
+
+
 def penalty_weight(shared, hp):
     """Per-element weight of the quadratic: F_t for EWC, 1 for L2, None when there is no term."""
     if hp["lambda"] == 0:
