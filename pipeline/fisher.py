@@ -64,14 +64,26 @@ def layer_stack_squared_grads(model, params, x, y) -> dict:
             squared[f"{name}.weight"] = g2.T @ (a * a)
             bias_grad = g
         else:
-            columns = F.unfold(a, layer.kernel_size, layer.dilation, layer.padding, layer.stride)  # [N, in·k·k, L]
             g = g.flatten(2)  # [N, out, L]
-            per_sample = torch.bmm(g, columns.transpose(1, 2))  # [N, out, in·k·k]
-            squared[f"{name}.weight"] = (per_sample * per_sample).sum(0).view_as(layer.weight)
+            squared[f"{name}.weight"] = sum(
+                conv_squared_weight_grads(layer, a[start:start + CONV_SLICE], g[start:start + CONV_SLICE])
+                for start in range(0, len(a), CONV_SLICE)).view_as(layer.weight)
             bias_grad = g.sum(2)
         if layer.bias is not None:
             squared[f"{name}.bias"] = (bias_grad * bias_grad).sum(0)
     return squared
+
+
+# Samples per unfold: a [32, in·k·k, L] block stays in cache; 256 at once made the FedAvg CNN's second
+# convolution 1.7x slower on this CPU (0.13 s vs 0.22 s for 256 samples).
+CONV_SLICE = 32
+
+
+def conv_squared_weight_grads(layer, a: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """Σ_i (g_i · unfold(a_i)ᵀ)² over the samples of a slice: [out, in·k·k]."""
+    columns = F.unfold(a, layer.kernel_size, layer.dilation, layer.padding, layer.stride)  # [N, in·k·k, L]
+    per_sample = torch.bmm(g, columns.transpose(1, 2))  # [N, out, in·k·k]
+    return (per_sample * per_sample).sum(0)
 
 
 def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, labels: str = "true",

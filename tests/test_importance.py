@@ -7,7 +7,7 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import check_algorithm, fedavg, fedprox, importance
-from pipeline.engine import PathScore, run_round
+from pipeline.engine import SGD, PathScore, add_penalty_gradient, run_round
 
 from synthetic import CLASSES, SHAPE, make_data
 
@@ -157,7 +157,8 @@ def test_ewc_penalty_and_its_gradient_are_half_lambda_fisher_weighted_squared_di
     assert float(importance.penalty(theta, shared, {}, settings_hp)) == pytest.approx(float(expected))
     leaves = {n: v.clone().requires_grad_(True) for n, v in theta.items()}
     autograd = torch.autograd.grad(importance.penalty(leaves, shared, {}, settings_hp), list(leaves.values()))
-    closed = importance.penalty_grad(theta, shared, {}, settings_hp)
+    closed = add_penalty_gradient({n: torch.zeros_like(v) for n, v in theta.items()},
+                                  importance.penalty_affine(shared, {}, settings_hp), theta)
     for (name, _), auto in zip(leaves.items(), autograd):
         torch.testing.assert_close(closed[name], auto)
 
@@ -176,7 +177,7 @@ def test_round_one_has_no_ewc_term_since_there_is_no_global_fisher_yet():
     theta = {"w": torch.ones(3)}
     shared = importance.shared_context(importance.init_state({"w": torch.zeros(3)}, 4, hp()), hp())
     assert float(importance.penalty(theta, shared, {}, hp())) == 0.0
-    assert importance.penalty_grad(theta, shared, {}, hp()) == {}
+    assert importance.penalty_affine(shared, {}, hp()) is None
 
 
 # ---------------------------------------------------------------- eq. 4: smoothing
@@ -200,6 +201,14 @@ def test_l2_ablation_uploads_no_importance_and_sends_nothing_extra():
     assert importance.sent_down(hp()) == ("fisher",) and importance.sent_up(hp()) == ("params", "fisher")
 
 
+@pytest.mark.parametrize("penalty, aggregation", [("none", "importance"), ("ewc", "samples")])
+def test_ablations_that_use_the_global_fisher_are_charged_for_receiving_it(penalty, aggregation):
+    """Eq. 4's smoothing needs F_t in the client even without an EWC term (the weighted-average ablation)."""
+    settings_hp = hp(penalty=penalty, aggregation=aggregation)
+    assert importance.sent_down(settings_hp) == ("fisher",)
+    assert importance.sent_up(settings_hp) == ("params", "fisher")
+
+
 # ---------------------------------------------------------------- RWalk
 
 
@@ -213,32 +222,34 @@ def test_rwalk_path_score_on_a_quadratic_equals_the_hand_computation():
     """
     expected = 0.4 / 0.09 + 0.256 / 0.051984 + 0.16384 / 0.0301457664
     path = PathScore(decay=0.5, epsilon=0.01)
-    theta = torch.tensor([1.0], dtype=torch.float64)
+    params = {"θ": torch.tensor([1.0], dtype=torch.float64)}
+    sgd = SGD(lr=0.1)
     for _ in range(3):
-        grad = 2.0 * theta
-        after = theta - 0.1 * grad
-        path.update({"θ": grad}, {"θ": theta}, {"θ": after}, torch.tensor(True))
-        theta = after
+        grad = {"θ": 2.0 * params["θ"]}
+        path.update(grad, sgd.step(params, grad, {}, torch.tensor(True), keep_steps=True), torch.tensor(True))
+    assert float(params["θ"]) == pytest.approx(0.8 ** 3, rel=1e-12)
     assert float(path.score["θ"]) == pytest.approx(expected, rel=1e-12)
 
 
 def test_rwalk_scores_only_moves_that_lowered_the_loss_and_ignores_inactive_clients():
     path = PathScore(decay=0.5, epsilon=0.01)
     grad = torch.tensor([[1.0, 1.0], [1.0, 1.0]])
-    before = torch.zeros(2, 2)
-    after = torch.tensor([[-0.1, 0.1], [-0.1, -0.1]])  # client 0: a downhill and an uphill move
-    path.update({"p": grad}, {"p": before}, {"p": after}, torch.tensor([True, False]))
+    active = torch.tensor([True, False])
+    for step in ([[-0.1, 0.1], [0.0, 0.0]], [[-0.2, 0.1], [0.0, 0.0]]):  # client 0: downhill and uphill
+        path.update({"p": grad}, {"p": torch.tensor(step)}, active)
     assert float(path.score["p"][0, 0]) > 0
     assert float(path.score["p"][0, 1]) == 0.0  # moved uphill: no credit
     assert path.score["p"][1].abs().sum() == 0  # inactive client: untouched
+    assert path.running_fisher["p"][1].abs().sum() == 0  # nor its running Fisher
 
 
-def test_rwalk_importance_is_fisher_plus_the_score_rescaled_to_the_fishers_mass():
-    fisher = {"w": torch.tensor([1.0, 3.0])}
-    score = {"w": torch.tensor([10.0, 30.0, ])}
+def test_rwalk_importance_averages_fisher_and_the_score_rescaled_to_the_fishers_mass():
+    fisher = {"w": torch.tensor([1.0, 3.0]), "b": torch.tensor([2.0])}
+    score = {"w": torch.tensor([30.0, 10.0]), "b": torch.tensor([0.0])}  # w's score rescaled: [3, 1]
     combined = importance.rwalk_importance(fisher, score)
-    torch.testing.assert_close(combined["w"], torch.tensor([2.0, 6.0]))
-    assert float(combined["w"].sum()) == pytest.approx(2 * float(fisher["w"].sum()))
+    torch.testing.assert_close(combined["w"], torch.tensor([2.0, 2.0]))  # the Fisher's mass, spread evenly
+    torch.testing.assert_close(combined["b"], torch.tensor([2.0]))  # no score: the Fisher alone
+    assert float(combined["w"].sum()) == pytest.approx(float(fisher["w"].sum()))
 
 
 def test_rwalk_runs_end_to_end_and_differs_from_fisher_importance():

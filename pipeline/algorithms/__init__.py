@@ -6,9 +6,10 @@
     shared_context(state, hp)        what the server sends every client alike (tensors)
     client_context(state, client, hp)   what it sends one client (tensors; stacked over the cohort)
     penalty(params, shared, ctx, hp) -> scalar added to the local data loss (0 for FedAvg)
-    penalty_grad(params, shared, ctx, hp)  (optional) its gradient in closed form, names -> tensors
-    penalty_affine(shared, ctx, hp)  (optional) that gradient as scale·θ − offset (None: no term), which
-                                     lets the engine fold the penalty into a fused SGD step
+    penalty_affine(shared, ctx, hp)  (optional) the penalty's gradient in closed form, as scale·θ − offset
+                                     per name (None: no term); the engine adds it to the data gradient
+                                     or folds it into a fused SGD step. Without it, vmap differentiates
+                                     `penalty` at every step (slower, same numbers)
     client_upload(params, fisher, hp, shared, path_score)   what a client sends back after training
     upload_needs_fisher(hp) -> bool  whether the engine must compute the client's Fisher diagonal
     needs_path_score(hp) -> bool     whether the engine must accumulate RWalk's path score (PathScore)

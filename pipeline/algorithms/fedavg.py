@@ -39,10 +39,6 @@ def penalty(params, shared, ctx, hp):
     return torch.zeros(())
 
 
-def penalty_grad(params, shared, ctx, hp):
-    return {}
-
-
 def penalty_affine(shared, ctx, hp):
     return None
 

@@ -89,17 +89,9 @@ def penalty(params, shared, ctx, hp):
     return hp["lambda"] * (quadratic - 2.0 * linear + ctx["constant"])
 
 
-def penalty_grad(params, shared, ctx, hp):
-    """∂penalty/∂θ = 2λ[(u − F_k)·θ − (v − F_k·θ_k)], elementwise (works on stacked cohorts too);
-    none at λ = 0 (an empty dict tells the engine there is no penalty term)."""
-    if hp["lambda"] == 0:
-        return {}
-    return {name: 2.0 * hp["lambda"] * (ctx["fisher_others"][name] * theta - ctx["anchor_others"][name])
-            for name, theta in params.items()}
-
-
 def penalty_affine(shared, ctx, hp):
-    """penalty_grad as scale·θ − offset: (2λ(u − F_k), 2λ(v − F_k·θ_k)); None at λ = 0."""
+    """∂penalty/∂θ = 2λ[(u − F_k)·θ − (v − F_k·θ_k)] as scale·θ − offset: (2λ(u − F_k), 2λ(v − F_k·θ_k));
+    None at λ = 0 (the engine then adds no penalty term). Works on stacked cohorts too."""
     if hp["lambda"] == 0:
         return None
     return ({n: 2.0 * hp["lambda"] * f for n, f in ctx["fisher_others"].items()},

@@ -30,15 +30,8 @@ def penalty(params, shared, ctx, hp):
     return 0.5 * hp["mu"] * squared_distance
 
 
-def penalty_grad(params, shared, ctx, hp):
-    """∂penalty/∂θ = μ(θ − θ_t), elementwise (works on stacked cohorts too); none at μ = 0."""
-    if hp["mu"] == 0:
-        return {}
-    return {name: hp["mu"] * (theta - shared["global"][name]) for name, theta in params.items()}
-
-
 def penalty_affine(shared, ctx, hp):
-    """penalty_grad as scale·θ − offset: (μ, μ·θ_t); None at μ = 0."""
+    """∂penalty/∂θ = μ(θ − θ_t) as scale·θ − offset: (μ, μ·θ_t); None at μ = 0."""
     if hp["mu"] == 0:
         return None
     return ({name: hp["mu"] for name in shared["global"]},

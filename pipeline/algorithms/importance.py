@@ -17,8 +17,10 @@ layer's sum, so each client brings the same total importance to each layer whate
 loss; then, element by element, by the sum of those over the cohort, so Σ_k F̄_k = 1 everywhere and
 θ_{t+1} is a per-element convex combination of the clients' parameters. Algorithm 1 writes a further
 1/m in front of that sum; with weights already summing to one it would shrink θ m-fold every round,
-so eq. 2 (no 1/m) is followed. Where no client has any importance for an element (MNIST's blank
-border pixels give exactly zero Fisher), the sample-size weights of FedAvg take over.
+so eq. 2 (no 1/m) is followed. Where no client has any importance for an element (exactly zero
+Fisher in every client: a hidden unit no sample of the cohort activates, so its weights get no gradient),
+the sample-size weights of FedAvg take over. (Blank MNIST pixels are not such elements: the inputs are
+normalised, so a blank pixel is a non-zero constant and its weights do get gradient.)
 
 Two choices the paper leaves open, decided here:
 - Round 1: there is no global Fisher yet, so no EWC term and no smoothing (with F_0 = 0 the smoothing
@@ -35,8 +37,9 @@ The ablations of the paper's Table 3 are settings of this one module:
 `importance: rwalk` replaces the Fisher with RWalk's importance (Chaudhry et al. 2018), the Fisher plus
 the path-integral score the engine accumulates along the client's local trajectory (pipeline.engine
 `PathScore`). The score is in other units than the Fisher (its size depends on the learning rate and
-the number of steps), so each layer's score is rescaled to that layer's total Fisher before the two
-are added: the RWalk importance has twice the Fisher's mass, and λ keeps its meaning across Table 4.
+the number of steps), so each layer's score is rescaled to that layer's total Fisher, and the RWalk
+importance is the mean of the two: it has the Fisher's mass layer by layer, so λ keeps its meaning
+across Table 4 (only how the importance is spread over a layer's elements differs).
 """
 from __future__ import annotations
 
@@ -75,7 +78,9 @@ def uses_importance(hp) -> bool:
 
 
 def sent_down(hp):
-    return ("fisher",) if hp["penalty"] == "ewc" else ()
+    # The global Fisher goes down whenever clients use it: for the EWC term, and for eq. 4's smoothing
+    # of their upload (the weighted-average ablation too, which has no EWC term).
+    return ("fisher",) if uses_importance(hp) else ()
 
 
 def sent_up(hp):
@@ -103,16 +108,9 @@ def penalty(params, shared, ctx, hp):
     return 0.5 * hp["lambda"] * total
 
 
-def penalty_grad(params, shared, ctx, hp):
-    """∂penalty/∂θ = λ·F_t·(θ − θ_t) (EWC) or λ·(θ − θ_t) (L2), elementwise; stacked cohorts too."""
-    weight = penalty_weight(shared, hp)
-    if weight is None:
-        return {}
-    return {n: hp["lambda"] * weight[n] * (theta - shared["global"][n]) for n, theta in params.items()}
-
-
 def penalty_affine(shared, ctx, hp):
-    """penalty_grad as scale·θ − offset: (λF_t, λF_t·θ_t) for EWC, (λ, λθ_t) for L2; None without a term."""
+    """∂penalty/∂θ = λ·F_t·(θ − θ_t) (EWC) or λ·(θ − θ_t) (L2) as scale·θ − offset: (λF_t, λF_t·θ_t) or
+    (λ, λθ_t); None without a term."""
     weight = penalty_weight(shared, hp)
     if weight is None:
         return None
@@ -154,12 +152,15 @@ def smooth(local: dict, global_fisher: dict | None, gamma: float) -> dict:
 
 
 def rwalk_importance(fisher: dict, path_score: dict) -> dict:
-    """Fisher + path score, the score of each layer rescaled to that layer's total Fisher."""
+    """½·(Fisher + path score), the score of each layer first rescaled to that layer's total Fisher:
+    every layer keeps the Fisher's total mass. A layer with no score keeps its Fisher alone."""
     combined = {}
     for name, f in fisher.items():
         score = path_score[name]
-        scale = f.sum() / score.sum() if float(score.sum()) > 0 else torch.zeros(())
-        combined[name] = f + scale * score
+        if float(score.sum()) > 0:
+            combined[name] = 0.5 * (f + (f.sum() / score.sum()) * score)
+        else:
+            combined[name] = f
     return combined
 
 
