@@ -186,7 +186,7 @@ def test_fedcurv_sums_over_modes_differ_for_a_client_absent_from_the_last_round(
 
 @pytest.mark.parametrize("sums_over", ["latest", "participants"])
 @pytest.mark.parametrize("client", [0, 1, 3])
-def test_fedcurv_penalty_grad_equals_autograd_of_penalty(sums_over, client):
+def test_fedcurv_penalty_affine_equals_autograd_of_penalty(sums_over, client):
     state, hp, _, _ = fedcurv_two_rounds(sums_over)
     ctx = fedcurv.client_context(state, client, hp)
     theta = {n: v.requires_grad_(True) for n, v in random_tree(SHAPES, torch.Generator().manual_seed(7)).items()}

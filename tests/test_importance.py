@@ -274,3 +274,22 @@ def test_rwalk_runs_end_to_end_and_differs_from_fisher_importance():
 def test_bad_importance_settings_are_named(settings_, message):
     problems = check_algorithm("runs.x.algorithm", settings_)
     assert len(problems) == 1 and problems[0].startswith(message), problems
+
+
+def test_rwalk_stacked_score_equals_each_client_scored_alone_whatever_steps_it_skips():
+    """A client that starts late gets F̂ = g² at its own first step; one that stops keeps its F̂ and score."""
+    g = torch.Generator().manual_seed(12)
+    grads = [torch.randn(2, 3, generator=g, dtype=torch.float64) for _ in range(4)]
+    steps = [-0.1 * grad for grad in grads]
+    activity = [[True, False], [True, True], [False, True], [True, True]]
+    stacked = PathScore(decay=0.5, epsilon=0.01)
+    alone = [PathScore(decay=0.5, epsilon=0.01) for _ in range(2)]
+    for grad, step, active in zip(grads, steps, activity):
+        active = torch.tensor(active)
+        stacked.update({"p": grad}, {"p": step * active.unsqueeze(1)}, active)
+        for c in range(2):
+            if active[c]:
+                alone[c].update({"p": grad[c]}, {"p": step[c]}, torch.tensor(True))
+    for c in range(2):
+        torch.testing.assert_close(stacked.score["p"][c], alone[c].score["p"])
+        torch.testing.assert_close(stacked.running_fisher["p"][c], alone[c].running_fisher["p"])

@@ -34,9 +34,9 @@ The ablations of the paper's Table 3 are settings of this one module:
     FedAvg + weighted average penalty: none, aggregation: importance
     ours                      penalty: ewc,  aggregation: importance
 
-`importance: rwalk` replaces the Fisher with RWalk's importance (Chaudhry et al. 2018), the Fisher plus
-the path-integral score the engine accumulates along the client's local trajectory (pipeline.engine
-`PathScore`). The score is in other units than the Fisher (its size depends on the learning rate and
+`importance: rwalk` replaces the Fisher with RWalk's importance (Chaudhry et al. 2018), which combines
+the Fisher with the path-integral score the engine accumulates along the client's local trajectory
+(pipeline.engine `PathScore`). The score is in other units than the Fisher (its size depends on the learning rate and
 the number of steps), so each layer's score is rescaled to that layer's total Fisher, and the RWalk
 importance is the mean of the two: it has the Fisher's mass layer by layer, so λ keeps its meaning
 across Table 4 (only how the importance is spread over a layer's elements differs).

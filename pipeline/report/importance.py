@@ -169,8 +169,9 @@ def table4(results: dict, published: dict, out_dir: Path, profile: str) -> None:
                 row[-1] = ""  # the paper's value is after 100 rounds: no difference against an earlier round
         rows.append(row)
     notes = common_notes(results, profile) + [
-        "RWalk importance = Fisher + path-integral score accumulated over the local steps, the score rescaled "
-        "per layer to the Fisher's total (pipeline/algorithms/importance.py)"] + compared
+        "RWalk importance = ½·(Fisher + path-integral score accumulated over the local steps), the score "
+        "rescaled per layer to the Fisher's total first, so each layer keeps the Fisher's mass "
+        "(pipeline/algorithms/importance.py)"] + compared
     write_table(out_dir, "table4", "Importance From Agent Table 4: EWC vs RWalk importance, MNIST accuracy (%)",
                 header, rows, notes)
 
