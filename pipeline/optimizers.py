@@ -1,0 +1,151 @@
+"""Client optimisers that step a whole cohort at once.
+
+Each parameter is stacked along a leading client dimension (weight [C, out, in]) and every update is
+elementwise, so one call moves all C clients. `active` (bool, shape [C]) says which clients take this
+step; a client that has run out of local data is left exactly unchanged, parameters and optimiser
+state alike (Adam's step count too). The same code steps one unstacked client with
+`active = torch.tensor(True)`: `active` broadcasts against each parameter's leading dimensions.
+
+The updates are torch.optim.SGD's and torch.optim.Adam's (L2 weight decay added to the gradient, no
+Nesterov, no AMSGrad), with the same arithmetic order, so a cohort matches per-client torch.optim runs.
+
+Optimiser state lives in a dict the caller creates empty at the start of every federated round: in
+FedAvg-style training a client is stateless between rounds (it starts each round from the global model
+and the papers reproduced here do not carry momentum or Adam moments across rounds), and a client that
+is sampled again later may not even be in the same cohort position.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+def _client_mask(active: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+    """`active` shaped to broadcast over `param`'s trailing (per-client) dimensions."""
+    return active.to(param.device).reshape(active.shape + (1,) * (param.dim() - active.dim()))
+
+
+def _apply(param: torch.Tensor, updated: torch.Tensor, mask: torch.Tensor | None, keep_steps: bool):
+    """Write `updated` into `param` where `mask` (everywhere if None); return the change if `keep_steps`.
+
+    The change is measured as new - old rather than taken from the update term, so that it is
+    exactly the step the parameters moved, rounding included."""
+    if mask is not None:
+        # where, not a 0/1 multiply: a finished client's gradient may be NaN (an empty batch's mean)
+        updated = torch.where(mask, updated, param)
+    step = updated - param if keep_steps else None
+    param.copy_(updated)
+    return step
+
+
+@dataclass
+class SGD:
+    lr: float
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+
+    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor,
+             keep_steps: bool = False) -> dict:
+        """torch.optim.SGD's update (dampening 0, no Nesterov), applied only where `active`.
+
+        Updates `params` and the momentum buffers in `state` in place. With `keep_steps`, returns
+        name -> the step Δθ taken (0 where inactive); otherwise {}."""
+        everyone = bool(active.all())
+        buffers = state.setdefault("momentum_buffer", {}) if self.momentum else None
+        steps = {}
+        for name, param in params.items():
+            g = grads[name]
+            if self.weight_decay:
+                g = g.add(param, alpha=self.weight_decay)
+            mask = None if everyone else _client_mask(active, param)
+            if self.momentum:
+                # torch starts the buffer at g; momentum * 0 + g is exactly g, so zeros need no special first step
+                buf = buffers.get(name)
+                if buf is None:
+                    buf = buffers[name] = torch.zeros_like(param)
+                if everyone:
+                    buf.mul_(self.momentum).add_(g)
+                else:
+                    buf.copy_(torch.where(mask, buf * self.momentum + g, buf))
+                g = buf
+            if everyone and not keep_steps:
+                # the hot loop: one in-place pass, as torch.optim.SGD does
+                param.add_(g, alpha=-self.lr)
+                continue
+            step = _apply(param, torch.add(param, g, alpha=-self.lr), mask, keep_steps)
+            if keep_steps:
+                steps[name] = step
+        return steps
+
+
+@dataclass
+class Adam:
+    lr: float
+    betas: tuple = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+
+    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor,
+             keep_steps: bool = False) -> dict:
+        """torch.optim.Adam's update (L2 weight decay, not AdamW; no AMSGrad), applied only where `active`.
+
+        Each client has its own step count, since a client that skipped steps has seen fewer
+        gradients and its bias correction must say so. Updates `params` and `state` in place. With
+        `keep_steps`, returns name -> the step Δθ taken (0 where inactive); otherwise {}."""
+        beta1, beta2 = self.betas
+        everyone = bool(active.all())
+        exp_avgs = state.setdefault("exp_avg", {})
+        exp_avg_sqs = state.setdefault("exp_avg_sq", {})
+        if "step" not in state:
+            state["step"] = torch.zeros(active.shape, dtype=torch.int64, device=active.device)
+        state["step"] += active
+        # torch computes the bias corrections in Python floats (double) from its step count; so do we,
+        # per client. A client that has never stepped gets an infinite step size, masked out below.
+        t = state["step"].to(torch.float64)
+        step_size = self.lr / (1 - beta1 ** t)
+        bias_correction2_sqrt = (1 - beta2 ** t) ** 0.5
+        steps = {}
+        for name, param in params.items():
+            g = grads[name]
+            if self.weight_decay:
+                g = g.add(param, alpha=self.weight_decay)
+            per_client = active.shape + (1,) * (param.dim() - active.dim())
+            neg_step_size = (-step_size).to(param.device, param.dtype).reshape(per_client)
+            bc2_sqrt = bias_correction2_sqrt.to(param.device, param.dtype).reshape(per_client)
+            exp_avg = exp_avgs.get(name)
+            if exp_avg is None:
+                exp_avg = exp_avgs[name] = torch.zeros_like(param)
+                exp_avg_sqs[name] = torch.zeros_like(param)
+            exp_avg_sq = exp_avg_sqs[name]
+            mask = None if everyone else _client_mask(active, param)
+            if everyone:
+                exp_avg.lerp_(g, 1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            else:
+                exp_avg.copy_(torch.where(mask, exp_avg.lerp(g, 1 - beta1), exp_avg))
+                exp_avg_sq.copy_(torch.where(mask, (exp_avg_sq * beta2).addcmul_(g, g, value=1 - beta2),
+                                             exp_avg_sq))
+            denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(self.eps)
+            # addcdiv_'s order, (value * m) / denom, with a per-client value that addcdiv_ cannot take
+            update = (exp_avg * neg_step_size).div_(denom)
+            if everyone and not keep_steps:
+                param.add_(update)
+                continue
+            step = _apply(param, param + update, mask, keep_steps)
+            if keep_steps:
+                steps[name] = step
+        return steps
+
+
+def build_optimizer(settings: dict):
+    """The client optimiser a run's resolved settings name: settings["optimizer"] is "sgd" (lr,
+    momentum, weight_decay) or "adam" (lr, betas, eps, weight_decay)."""
+    name = settings["optimizer"]
+    if name == "sgd":
+        return SGD(lr=settings["lr"], momentum=settings["momentum"], weight_decay=settings["weight_decay"])
+    if name == "adam":
+        beta1, beta2 = settings["betas"]
+        return Adam(lr=settings["lr"], betas=(beta1, beta2), eps=settings["eps"],
+                    weight_decay=settings["weight_decay"])
+    raise ValueError(f"unknown optimizer {name!r}: expected 'sgd' or 'adam'")
