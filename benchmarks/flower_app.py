@@ -20,7 +20,7 @@ from flwr.server.strategy import FedAvg
 from flwr.simulation import run_simulation
 
 from benchmarks.loops import sgd_epochs, shuffled_batches
-from pipeline.engine import ClientData
+from pipeline.clientdata import ClientData
 from pipeline.models import build_model
 
 _LOADED: dict = {}  # payload path -> (settings, every client's (inputs, labels)), per actor process

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from pipeline.engine import ClientData, sample_cohort
+from pipeline.clientdata import ClientData, sample_cohort
 
 INSTALL_HINT = "pip install -e .[bench]"
 # Flower reads this once, when it is first imported: no telemetry (and no network on these machines).

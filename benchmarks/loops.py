@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
 
-from pipeline.engine import ClientData, sample_cohort
+from pipeline.clientdata import ClientData, sample_cohort
 
 
 def sgd_epochs(model, epoch_batches, epochs: int, lr: float) -> None:

@@ -47,7 +47,10 @@ from benchmarks.flops import matmul_rate, synchronize, training_flops_per_sample
 from benchmarks.workloads import (SEED, TINY_CLASSES, TINY_CLIENTS, TINY_SHAPE, TINY_SHARD, Workload, client_data,
                                   default_data_path, load_mnist, synthetic_images, workloads_for)
 from pipeline.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparams
-from pipeline.engine import ClientData, prefer_vectorized, run_round, sample_cohort, tune_allocator
+from pipeline.clientdata import ClientData, sample_cohort
+from pipeline.cohort import prefer_vectorized, tune_allocator
+from pipeline.rounds import initial_state, run_round
+from pipeline.runs import RUN_DEFAULTS
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.models import build_model
@@ -66,15 +69,14 @@ class Implementation:
 # ---------------------------------------------------------------- implementations
 
 def engine_settings(workload: Workload) -> dict:
-    return {"seed": SEED, "client_fraction": workload.client_fraction, "lr": workload.lr, "momentum": 0.0,
+    return {**RUN_DEFAULTS, "seed": SEED, "client_fraction": workload.client_fraction, "lr": workload.lr, "momentum": 0.0,
             "weight_decay": 0.0, "local_epochs": workload.local_epochs, "batch_size": workload.batch_size}
 
 
 def engine_rounds(model, algorithm_name: str, hp: dict, data: ClientData, settings: dict, vectorized: bool):
     """One engine round per call, the server state carried from round to round."""
     algorithm = get_algorithm(algorithm_name)
-    initial = {name: value.detach().clone() for name, value in model.named_parameters()}
-    state = {"now": algorithm.init_state(initial, len(data.clients), hp)}
+    state = {"now": initial_state(model, algorithm, len(data.clients), hp)}
 
     def one_round(round_: int) -> None:
         result = run_round(model, algorithm, hp, state["now"], data, settings, round_, vectorized=vectorized)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from pipeline.datasets import MIRROR_ENV, dataset_spec, read_npz, validate_arrays
-from pipeline.engine import ClientData, channel_stats
+from pipeline.clientdata import ClientData, channel_stats
 from pipeline.errors import UserError
 from pipeline.partition import partition_shards
 

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pipeline.losses import masked_logits
+
 
 def is_plain_mlp(model) -> bool:
     """Flatten first, then only Linear and ReLU: the shape this module differentiates by hand."""
@@ -20,23 +22,24 @@ def is_plain_mlp(model) -> bool:
             and all(isinstance(m, (nn.Linear, nn.ReLU)) for m in layers[1:]))
 
 
-def cohort_grads(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor):
+def cohort_grads(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, keep=None):
     """Per-client gradients of Σ_b w_b·CE_b / Σ_b w_b, and that loss; a client with no weight gets 0.
 
-    stacked: name -> [clients, ...]; x: [clients, batch, ...] model input; y, w: [clients, batch]."""
-    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w)
+    stacked: name -> [clients, ...]; x: [clients, batch, ...] model input; y, w: [clients, batch];
+    keep: [clients, classes] logit mask of the loss (TCE), or None for plain cross-entropy."""
+    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w, keep)
     return backward(model, stacked, delta, linear_inputs, relu_outputs), data_loss
 
 
 def cohort_sgd_step(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, lr: float,
-                    pull: dict | None = None):
+                    pull: dict | None = None, keep=None):
     """One plain SGD step (no momentum or weight decay) applied during the backward pass:
     θ ← θ − lr·g as one `baddbmm_` per weight, never materialising g. Returns the data loss.
 
     `pull` (name -> (lr·scale, lr·offset)) adds a quadratic penalty whose gradient is scale·θ − offset
     (FedProx, FedCurv, EWC): θ ← θ − lr·scale·θ + lr·offset, taken at the same θ as g. A client with no
     weight in this step has g = 0 exactly (and a pull masked to 0), so it stays exactly where it was."""
-    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w)
+    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w, keep)
     backward(model, stacked, delta, linear_inputs, relu_outputs, lr=lr, pull=pull)
     return data_loss
 
@@ -50,7 +53,7 @@ def apply_pull(param: torch.Tensor, scale, offset) -> None:
     param.add_(offset)
 
 
-def forward(model, stacked, x, y, w):
+def forward(model, stacked, x, y, w, keep=None):
     """Logit gradients (softmax − one-hot, times each sample's share of its client's mean), the
     clients' mean losses, and what the backward pass needs: every Linear's input, every ReLU's output."""
     h = x.flatten(2)
@@ -63,9 +66,11 @@ def forward(model, stacked, x, y, w):
         elif isinstance(layer, nn.ReLU):
             h = h.clamp_min(0)
             relu_outputs[index] = h
-    log_prob = F.log_softmax(h, dim=-1)
+    log_prob = F.log_softmax(masked_logits(h, None if keep is None else keep.unsqueeze(1)), dim=-1)
     scale = w / w.sum(1).clamp_min(1.0).unsqueeze(1)
-    data_loss = -(log_prob.gather(-1, y.unsqueeze(-1)).squeeze(-1) * scale).sum(1)
+    # Padding may carry a label the TCE mask drops (log-probability -inf): select, never multiply.
+    picked = torch.where(scale > 0, log_prob.gather(-1, y.unsqueeze(-1)).squeeze(-1), 0.0)
+    data_loss = -(picked * scale).sum(1)
     delta = log_prob.exp()
     delta.scatter_add_(-1, y.unsqueeze(-1), -torch.ones_like(delta[..., :1]))
     return delta * scale.unsqueeze(-1), data_loss, linear_inputs, relu_outputs

@@ -9,90 +9,18 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import numbers
 import re
 from pathlib import Path
 
 import yaml
 
+from pipeline.checks import (PROFILES, check_choice, check_fraction, check_int, check_keys, check_mapping,
+                             check_positive, check_profiles, in_profile, is_int)
 from pipeline.errors import UserError, exit_on_user_error
 
 PARAMS_FILE = Path("params.yaml")
 GRID_FILE = Path("grid.yaml")
-PROFILES = ("default", "paper")
 SCHEMES = ("iid", "shards", "dirichlet", "clusters", "natural")
-
-
-# ---------------------------------------------------------------- small checks, each returning problems
-
-def is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def check_int(path, value, low=None, high=None):
-    if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
-        bounds = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
-        return [f"{path}: {value!r} is not allowed; expected {bounds}"]
-    return []
-
-
-def check_positive(path, value):
-    if not is_number(value) or not value > 0:
-        return [f"{path}: {value!r} is not allowed; expected a number > 0"]
-    return []
-
-
-def check_nonnegative(path, value):
-    if not is_number(value) or value < 0:
-        return [f"{path}: {value!r} is not allowed; expected a number >= 0"]
-    return []
-
-
-def check_fraction(path, value, low_open=True, high=1.0):
-    if not is_number(value) or not ((0 < value) if low_open else (0 <= value)) or value > high:
-        interval = f"(0, {high}]" if low_open else f"[0, {high}]"
-        return [f"{path}: {value!r} is not allowed; expected a number in {interval}"]
-    return []
-
-
-def check_choice(path, value, choices):
-    if value not in choices:
-        return [f"{path}: {value!r} is not allowed; expected one of {', '.join(map(str, choices))}"]
-    return []
-
-
-def check_keys(path, mapping, allowed, required=()):
-    """Unknown keys (with a "did you mean") and missing required keys of one mapping."""
-    problems, suggested = [], set()
-    for key in mapping:
-        if key not in allowed:
-            close = difflib.get_close_matches(str(key), list(allowed), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(sorted(allowed))}"
-            problems.append(f"{path}.{key}: unknown key{hint}")
-            suggested.update(close)
-    # A misspelt required key is one problem: its "did you mean" line already names the missing key.
-    problems += [f"{path}.{key}: missing; required" for key in required
-                 if key not in mapping and key not in suggested]
-    return problems
-
-
-def check_profiles(path, value):
-    if not isinstance(value, list) or not value or any(p not in PROFILES for p in value):
-        return [f"{path}: {value!r} is not allowed; expected a list drawn from {', '.join(PROFILES)}"]
-    return []
-
-
-def in_profile(settings: dict, profile: str) -> bool:
-    """Runs and partitions belong to both profiles unless their `profiles` list says otherwise."""
-    return profile in settings.get("profiles", PROFILES)
-
-
-def check_mapping(path, value):
-    return [] if isinstance(value, dict) else [f"{path}: {value!r} is not allowed; expected a mapping"]
 
 
 # ---------------------------------------------------------------- sections
@@ -230,27 +158,36 @@ def check_params(params) -> list[str]:
 # ---------------------------------------------------------------- the grid: what dvc.yaml iterates over
 
 def derive_grid(params) -> dict:
-    """The runs of the active profile, the partitions they use or that belong to the profile, and the
-    datasets those partitions use.
+    """The (run, seed) pairs of the active profile, the partitions they use or that belong to the
+    profile, and the datasets those partitions use.
 
     dvc.yaml cannot compute this (its templating has no expressions), so it lives in grid.yaml,
     written by `python -m pipeline.profile` and checked here against params.yaml before every stage.
+    Each (run, seed) is its own train stage, keyed `<run>-seed<s>`: adding a seed adds one stage.
     """
+    from pipeline.runs import deep_merge, seed_key
+
     profile = params["profile"]
 
-    def partition_of(run):  # the default profile may scale a run onto a smaller partition
-        scaled = run.get("scaled", {}) if profile == "default" else {}
-        return scaled.get("partition", run["partition"])
+    def resolved(run):  # the default profile may scale a run onto a smaller partition or other seeds
+        return deep_merge(run, run.get("scaled", {})) if profile == "default" else run
 
-    runs = {key: {"partition": partition_of(settings),
-                  "dataset": params["partitions"][partition_of(settings)]["dataset"]}
-            for key, settings in (params.get("runs") or {}).items() if in_profile(settings, profile)}
+    runs = {}
+    for key, settings in (params.get("runs") or {}).items():
+        if not in_profile(settings, profile):
+            continue
+        run = resolved(settings)
+        partition = run["partition"]
+        for seed in run.get("seeds", [0]):
+            runs[seed_key(key, seed)] = {"run": key, "seed": seed, "partition": partition,
+                                         "dataset": params["partitions"][partition]["dataset"]}
     used = {r["partition"] for r in runs.values()}
     partitions = {name: {"dataset": settings["dataset"]}
                   for name, settings in params["partitions"].items()
                   if name in used or in_profile(settings, profile)}
     datasets = sorted({p["dataset"] for p in partitions.values()})
-    return {"profile": profile, "datasets": datasets, "partitions": partitions, "runs": runs}
+    return {"profile": profile, "datasets": datasets, "partitions": partitions, "runs": runs,
+            "run_ids": sorted({r["run"] for r in runs.values()})}
 
 
 def read_yaml(path: Path):
@@ -294,7 +231,8 @@ def main(argv=None) -> None:
     params = load_checked_params(args.params)
     grid = derive_grid(params)
     print(f"{args.params}: ok (profile {params['profile']}: {len(grid['datasets'])} datasets, "
-          f"{len(grid['partitions'])} partitions, {len(grid['runs'])} runs)")
+          f"{len(grid['partitions'])} partitions, {len(grid['run_ids'])} runs, "
+          f"{len(grid['runs'])} run-seed stages)")
 
 
 if __name__ == "__main__":

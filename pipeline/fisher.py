@@ -12,8 +12,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from pipeline.models import KeyedDropout
+
 # Layers whose per-sample squared gradients `layer_stack_squared_grads` computes without vmap.
-LAYER_STACK = (nn.Linear, nn.Conv2d, nn.ReLU, nn.Flatten, nn.Dropout, nn.MaxPool2d)
+LAYER_STACK = (nn.Linear, nn.Conv2d, nn.ReLU, nn.Flatten, nn.Dropout, KeyedDropout, nn.MaxPool2d)
 
 
 def per_sample_log_likelihood_grads(model, params, x, y):
@@ -110,3 +112,16 @@ def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, label
             total[name] += (g * g).sum(0)
     model.train(was_training)
     return {name: value / len(x) for name, value in total.items()}
+
+
+def client_fisher(local, hp: dict) -> dict:
+    """A client's diagonal Fisher at its new parameters (a LocalResult), over `fisher_samples` of its
+    training samples (all when null), drawn from the client's own (seed, round, client) stream."""
+    from pipeline.clientdata import FISHER_STREAM
+
+    indices = local.train_index
+    generator = local.generator(FISHER_STREAM)
+    if hp.get("fisher_samples") and hp["fisher_samples"] < len(indices):
+        indices = indices[torch.randperm(len(indices), generator=generator)[:hp["fisher_samples"]]]
+    return diagonal_fisher(local.model, {**local.params, **local.buffers}, local.data.inputs(indices),
+                           local.data.y[indices], hp["fisher_labels"], generator)

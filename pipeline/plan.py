@@ -23,7 +23,8 @@ def run_line(settings: dict) -> str:
     return (f"{settings['key']:<32} {algorithm_text(settings['algorithm']):<48} {settings['partition']:<26} "
             f"{settings['model']:<10} R={settings['rounds']:<4} C={settings['client_fraction']:<4} "
             f"E={settings['local_epochs']:<3} B={settings['batch_size']:<4} lr={settings['lr']:g} "
-            f"momentum={settings['momentum']:g} wd={settings['weight_decay']:g} seed={settings['seed']}")
+            f"{settings['optimizer']} momentum={settings['momentum']:g} wd={settings['weight_decay']:g} "
+            f"loss={settings['loss']} seeds={settings['seeds']}")
 
 
 @exit_on_user_error
@@ -37,9 +38,10 @@ def main(argv=None) -> None:
     if args.profile:
         params = {**params, "profile": args.profile}
     grid = derive_grid(params)
-    print(f"profile {params['profile']}: {len(grid['runs'])} runs, {len(grid['partitions'])} partitions, "
+    print(f"profile {params['profile']}: {len(grid['run_ids'])} runs "
+          f"({len(grid['runs'])} run-seed stages), {len(grid['partitions'])} partitions, "
           f"datasets {', '.join(grid['datasets'])}")
-    for key in grid["runs"]:
+    for key in grid["run_ids"]:
         settings = resolve_run(params, key)
         print(run_line(settings))
         if args.verbose:

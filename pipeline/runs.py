@@ -6,24 +6,38 @@ resolved settings record which keys were scaled, so every report can say so.
 """
 from __future__ import annotations
 
+import argparse
 import copy
 import hashlib
 import json
+from pathlib import Path
 
-from pipeline.config import (check_choice, check_fraction, check_int, check_keys, check_mapping,
-                             check_nonnegative, check_positive, check_profiles, is_number)
+from pipeline.checks import (check_choice, check_fraction, check_int, check_keys, check_mapping, check_nonnegative,
+                             check_positive, check_profiles, check_unique_ints, is_number)
+from pipeline.clientdata import INPUT_SCALINGS
+from pipeline.errors import exit_on_user_error
+from pipeline.losses import LOSSES
 
 RUN_DEFAULTS = {
+    "paper": None,  # a researcher's own run names no paper
+    "optimizer": "sgd",
     "momentum": 0.0,
     "weight_decay": 0.0,
-    "seed": 0,
+    "betas": [0.9, 0.999],
+    "eps": 1.0e-8,
+    "loss": "ce",
+    "input_scaling": "standardize",
+    "seeds": [0],
     "eval_every": 1,
     "targets": [],
+    "probe_rounds": [],  # local client forgetting and per-client accuracy at these rounds
+    "probe_clients": 10,  # at most this many cohort clients in a forgetting heatmap
+    "forgettable_every": 0,  # forgettable examples every t rounds (0: never)
     "checkpoint_every": 10,
     "note": "",
 }
-RUN_REQUIRED = ("paper", "partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs",
-                "batch_size", "lr")
+RUN_REQUIRED = ("partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs", "batch_size", "lr")
+OPTIMIZERS = ("sgd", "adam")
 RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", "scaled"}
 PAPERS = ("fedcurv", "importance", "tce", "fedwavg")
 
@@ -50,7 +64,7 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
     from pipeline.datasets import dataset_spec
     from pipeline.models import MODELS, model_fits
 
-    problems = check_choice(f"{path}.paper", run.get("paper"), PAPERS) if "paper" in run else []
+    problems = check_choice(f"{path}.paper", run["paper"], PAPERS) if run.get("paper") is not None else []
     partitions = params.get("partitions") or {}
     if "partition" in run and (not isinstance(run["partition"], str) or run["partition"] not in partitions):
         problems += check_choice(f"{path}.partition", run["partition"], list(partitions))
@@ -65,11 +79,31 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
                 problems.append(f"{path}.model: {run['model']!r} does not fit dataset {dataset}: {why}")
     if "algorithm" in run:
         problems += check_algorithm(f"{path}.algorithm", run["algorithm"])
-    for key in ("rounds", "local_epochs", "batch_size", "eval_every", "checkpoint_every"):
+    for key in ("rounds", "local_epochs", "batch_size", "eval_every", "checkpoint_every", "probe_clients"):
         if key in run:
             problems += check_int(f"{path}.{key}", run[key], 1)
-    if "seed" in run:
-        problems += check_int(f"{path}.seed", run["seed"], 0)
+    if "seeds" in run:
+        problems += check_unique_ints(f"{path}.seeds", run["seeds"], 0)
+    if "probe_rounds" in run:
+        problems += check_unique_ints(f"{path}.probe_rounds", run["probe_rounds"], 1, allow_empty=True)
+        rounds = run.get("rounds")
+        late = [r for r in run["probe_rounds"] if isinstance(r, int) and isinstance(rounds, int) and r > rounds]
+        if late and not problems:
+            problems.append(f"{path}.probe_rounds: {late!r} after the last round ({rounds}); expected rounds in [1, {rounds}]")
+    if "forgettable_every" in run:
+        problems += check_int(f"{path}.forgettable_every", run["forgettable_every"], 0)
+    for key, choices in (("optimizer", OPTIMIZERS), ("loss", LOSSES), ("input_scaling", INPUT_SCALINGS)):
+        if key in run:
+            problems += check_choice(f"{path}.{key}", run[key], choices)
+    if "eps" in run:
+        problems += check_positive(f"{path}.eps", run["eps"])
+    if "betas" in run:
+        betas = run["betas"]
+        if not isinstance(betas, list) or len(betas) != 2 or not all(is_number(b) and 0 <= b < 1 for b in betas):
+            problems.append(f"{path}.betas: {betas!r} is not allowed; expected a list of two numbers in [0, 1)")
+    if run.get("optimizer") == "adam" and run.get("momentum"):
+        problems.append(f"{path}.momentum: {run['momentum']!r} is not allowed with optimizer adam; "
+                        "momentum applies to sgd only (adam's are `betas`)")
     if "client_fraction" in run:
         problems += check_fraction(f"{path}.client_fraction", run["client_fraction"])
     if "lr" in run:
@@ -117,9 +151,11 @@ def resolve_run(params: dict, key: str) -> dict:
                                              scaled)}
     settings["algorithm"] = {"name": settings["algorithm"]["name"], **resolve_hyperparams(settings["algorithm"])}
     settings["key"] = key
+    settings["run"] = key
     settings["profile"] = profile
     settings["dataset"] = params["partitions"][settings["partition"]]["dataset"]
     settings["scaled"] = {k: {"paper": lookup(run, k), "used": lookup(settings, k)} for k in scaled_keys(scaled)}
+    settings["dataset_options"] = (params.get("datasets") or {}).get(settings["dataset"]) or {}
     return settings
 
 
@@ -129,8 +165,66 @@ def lookup(mapping: dict, dotted: str):
     return mapping
 
 
+def seed_settings(settings: dict, seed: int) -> dict:
+    """A run's settings for one of its seeds (what one train stage trains with)."""
+    return {**settings, "seed": seed, "key": seed_key(settings["run"], seed)}
+
+
+def seed_key(run: str, seed: int) -> str:
+    """The id of one (run, seed): its DVC stage, its results folder and checkpoint name."""
+    return f"{run}-seed{seed}"
+
+
 def settings_hash(settings: dict, extra: dict | None = None) -> str:
     """A short hash of everything that determines a run's numbers (checkpoints are keyed by it)."""
-    payload = {k: v for k, v in settings.items() if k not in ("note", "checkpoint_every")}
+    payload = {k: v for k, v in settings.items() if k not in ("note", "checkpoint_every", "seeds")}
     text = json.dumps({"settings": payload, "extra": extra or {}}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- the resolve stage
+
+RESOLVED_DIR = Path("resolved")
+
+
+def resolved_path(run: str) -> Path:
+    return RESOLVED_DIR / f"{run}.json"
+
+
+def write_resolved(params: dict, runs: list[str]) -> None:
+    """resolved/<run>.json for every run of the profile: the settings its train stages read.
+
+    A train stage depends on its run's file, not on params.yaml: a change to one run (`dvc exp run -S
+    runs.X.lr=...`) rewrites only X's file, and the seed list is left out of it, so adding a seed
+    retrains only that seed (its new stage) while the others' file stays byte-identical."""
+    from pipeline.io import atomic_dir, write_json
+
+    with atomic_dir(RESOLVED_DIR) as folder:
+        for run in runs:
+            settings = {k: v for k, v in resolve_run(params, run).items() if k not in ("seeds", "note")}
+            write_json(folder / f"{run}.json", settings)
+
+
+def read_resolved(run: str) -> dict:
+    from pipeline.errors import UserError
+
+    path = resolved_path(run)
+    if not path.is_file():
+        raise UserError(f"{path}: not written yet; run `dvc repro resolve` (or `python -m pipeline.runs`)")
+    return json.loads(path.read_text())
+
+
+@exit_on_user_error
+def main(argv=None) -> None:
+    """python -m pipeline.runs: the resolve stage (params.yaml -> resolved/<run>.json)."""
+    from pipeline.config import derive_grid, load_checked_params
+
+    argparse.ArgumentParser(description="Write resolved/<run>.json for every run of the profile.").parse_args(argv)
+    params = load_checked_params()
+    runs = derive_grid(params)["run_ids"]
+    write_resolved(params, runs)
+    print(f"resolved {len(runs)} runs -> {RESOLVED_DIR}/")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,10 @@
-"""Train stage: one run key -> reports/runs/<key>/ (metrics, curves, settings) + data/models/<key>.pt.
+"""Train stage: one (run, seed) -> reports/runs/<run>/seed<s>/ (metrics, curves, settings, forgetting
+probes) + data/models/<run>-seed<s>.pt.
 
-    python -m pipeline.train KEY [--path auto|vectorized|sequential]
+    python -m pipeline.train RUN --seed S [--path auto|vectorized|sequential]
+
+The run's settings come from resolved/<run>.json (the resolve stage), not from params.yaml, so that a
+stage reruns only when its own run's settings change.
 
 Per round it logs (DVCLive) the global model's test accuracy and loss, the cohort's mean local
 training loss and the bytes sent down and up; the seconds per round go to timing.json, apart, so that
@@ -8,6 +12,11 @@ the metrics and curves of two identical runs are byte-identical. A NaN/inf loss 
 status `diverged` (shown as NC in the reports), and the stage still succeeds so the pipeline goes on.
 Every `checkpoint_every` rounds the full state is saved under .checkpoints/, keyed by the hash of the
 resolved settings: a killed run resumes from there, and a changed setting never does.
+
+Forgetting probes (pipeline.forgetting), at the rounds the run lists: local client forgetting (F_ki,
+F_k) of up to `probe_clients` cohort clients and the global model's accuracy on every client's held-out
+data (`probe_rounds`), and forgettable examples per cohort client every `forgettable_every` rounds.
+They go to the run's forgetting/ folder; their cost is timed apart (timing.json).
 """
 from __future__ import annotations
 
@@ -20,34 +29,41 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from pipeline import forgetting
 from pipeline.algorithms import get_algorithm
-from pipeline.config import load_checked_params
+from pipeline.clientdata import ClientData, input_scaling_stats
+from pipeline.cohort import prefer_vectorized, tune_allocator
 from pipeline.datasets import dataset_spec, load_prepared, prepared_path
-from pipeline.engine import (ClientData, channel_stats, evaluate, prefer_vectorized, rounds_to_accuracy, run_round,
-                             tune_allocator)
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import atomic_path, sha256_file, write_json
-from pipeline.models import build_model
+from pipeline.metrics import evaluate, rounds_to_accuracy
+from pipeline.models import build_model, has_batch_norm
 from pipeline.partition import load_partition
-from pipeline.runs import resolve_run, settings_hash
+from pipeline.rounds import initial_state, probe_positions, run_round
+from pipeline.runs import read_resolved, seed_settings, settings_hash
 
 RUNS_DIR = Path("reports/runs")
 MODELS_DIR = Path("data/models")
 CHECKPOINT_DIR = Path(os.environ.get("FEDFORGET_CHECKPOINTS", ".checkpoints"))
 CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up")
+# The modules whose code determines a run's numbers (dvc.yaml's train deps list the same).
+TRAINING_CODE = ("train.py", "clientdata.py", "cohort.py", "cohort_mlp.py", "rounds.py", "optimizers.py", "losses.py",
+                 "metrics.py", "forgetting.py", "fisher.py", "models.py", "runs.py", "datasets.py", "partition.py")
 
 
-def load_client_data(settings: dict, params: dict, device: torch.device) -> tuple[ClientData, torch.Tensor, str]:
+def load_client_data(settings: dict, device: torch.device) -> tuple[ClientData, ClientData, str]:
     dataset = settings["dataset"]
-    arrays = load_prepared(dataset, (params.get("datasets") or {}).get(dataset))
+    arrays = load_prepared(dataset, settings.get("dataset_options"))
     dataset_sha = sha256_file(prepared_path(dataset))
     partition = load_partition(settings["partition"], dataset_sha)
     x = torch.from_numpy(arrays["x_train"]).to(device)
-    mean, std = channel_stats(x)
+    mean, std = input_scaling_stats(x, settings["input_scaling"])
+    classes = dataset_spec(dataset).classes
     clients = [torch.from_numpy(p).to(device) for p in partition["train"]]
-    data = ClientData(x, torch.from_numpy(arrays["y_train"]).to(device), clients, mean, std)
+    val_clients = [torch.from_numpy(p).to(device) for p in partition["val"]]
+    data = ClientData(x, torch.from_numpy(arrays["y_train"]).to(device), clients, mean, std, val_clients, classes)
     test = ClientData(torch.from_numpy(arrays["x_test"]).to(device), torch.from_numpy(arrays["y_test"]).to(device),
-                      [], mean, std)
+                      [], mean, std, [], classes)
     return data, test, dataset_sha
 
 
@@ -56,8 +72,7 @@ def code_digest() -> str:
     import hashlib
 
     package = Path(__file__).resolve().parent
-    files = [package / name for name in ("train.py", "engine.py", "cohort_mlp.py", "fisher.py", "models.py", "runs.py",
-                                         "datasets.py", "partition.py")]
+    files = [package / name for name in TRAINING_CODE]
     files += sorted((package / "algorithms").glob("*.py"))
     digest = hashlib.sha256()
     for path in files:
@@ -111,13 +126,34 @@ def summarize(settings: dict, history: list[dict], status: str) -> dict:
     return summary
 
 
-def write_outputs(key: str, settings: dict, history: list[dict], status: str, seconds: list[float],
-                  final_params: dict) -> dict:
+def forgetting_summary(probes: dict) -> dict:
+    """The probes' headline numbers, for `dvc metrics diff`: mean F_k per probed round, the worst
+    client's accuracy under the global model at the last probe, and all forgettable examples counted."""
+    summary = {}
+    rounds = probes.get("rounds", {})
+    if rounds:
+        summary["mean_local_forgetting"] = {f"round_{r}": round(float(torch.nanmean(torch.as_tensor(rec["F"]))), 6)
+                                            for r, rec in sorted(rounds.items()) if len(rec["clients"]) > 1}
+        last = rounds[max(rounds)]["global_accuracy_spread"]
+        summary["worst_client_accuracy"] = round(float(last["min"]), 6)
+        summary["client_accuracy_sd"] = round(float(last["sd"]), 6)
+    if probes.get("forgettable"):
+        summary["forgettable_total"] = int(sum(sum(c.values()) for c in probes["forgettable"].values()))
+    return summary
+
+
+def run_dir(settings: dict) -> Path:
+    return RUNS_DIR / settings["run"] / f"seed{settings['seed']}"
+
+
+def write_outputs(settings: dict, history: list[dict], status: str, seconds: list[float],
+                  probe_seconds: list[float], probes: dict, final_state: dict) -> dict:
     """All of a run's outputs, from its history (so a resumed run writes exactly what a whole one would)."""
     from dvclive import Live
 
-    out_dir = RUNS_DIR / key
-    tmp_dir = out_dir.with_name(f".{key}.tmp")
+    key = settings["key"]
+    out_dir = run_dir(settings)
+    tmp_dir = out_dir.with_name(f".{out_dir.name}.tmp")
     shutil.rmtree(tmp_dir, ignore_errors=True)
     with Live(dir=str(tmp_dir), dvcyaml=False, save_dvc_exp=False, report=None) as live:
         for record in history:
@@ -125,43 +161,95 @@ def write_outputs(key: str, settings: dict, history: list[dict], status: str, se
             for name in CURVES:
                 if record.get(name) is not None:
                     live.log_metric(name, record[name])
-        summary = summarize(settings, history, status)
+        summary = {**summarize(settings, history, status), **forgetting_summary(probes)}
         live.summary = {**summary, "step": history[-1]["round"] if history else 0}
     write_json(tmp_dir / "settings.json", settings)
-    write_json(tmp_dir / "timing.json", {"seconds_total": round(sum(seconds), 3),
-                                         "seconds_per_round": [round(s, 4) for s in seconds]})
+    write_json(tmp_dir / "timing.json", timing(seconds, probe_seconds))
+    write_probes(tmp_dir / "forgetting", settings, probes)
     if out_dir.exists():
         shutil.rmtree(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp_dir, out_dir)
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
     with atomic_path(MODELS_DIR / f"{key}.pt") as tmp:
-        torch.save(final_params, tmp)
+        torch.save(final_state, tmp)
     return summary
 
 
-def train_run(params: dict, key: str, vectorized: bool | None = None, progress: bool = True) -> dict:
-    """Train one run (resuming from its checkpoint if there is one) and write its outputs.
+def timing(seconds: list[float], probe_seconds: list[float]) -> dict:
+    """Seconds per round (probes included) and the probes' own share, so their cost can be stated."""
+    probed = [(s, p) for s, p in zip(seconds, probe_seconds) if p > 0]
+    return {"seconds_total": round(sum(seconds), 3), "seconds_per_round": [round(s, 4) for s in seconds],
+            "probe_seconds_total": round(sum(probe_seconds), 3),
+            "probe_fraction_of_probed_rounds": (round(sum(p for _, p in probed) / sum(s - p for s, p in probed), 4)
+                                                if probed else None)}
 
-    vectorized=None picks the faster path for the model and device (engine.prefer_vectorized)."""
-    settings = resolve_run(params, key)
+
+def write_probes(folder: Path, settings: dict, probes: dict) -> None:
+    """forgetting/round_<t>.json and .png per probed round; forgettable.tsv and .png over rounds."""
+    folder.mkdir(parents=True, exist_ok=True)
+    held_out = "validation split" if probes.get("has_validation") else "training samples (no validation split)"
+    for round_, record in sorted(probes.get("rounds", {}).items()):
+        forgetting.write_probe(folder / f"round_{round_}.json", {**record, "held_out": held_out})
+        forgetting.plot_forgetting_heatmaps(folder / f"round_{round_}.png", record,
+                                            f"{settings['key']}: local client forgetting, round {round_}")
+    counts = probes.get("forgettable", {})
+    if counts:
+        lines = ["round\tclient\tforgettable"]
+        lines += [f"{r}\t{c}\t{n}" for r, per_client in sorted(counts.items()) for c, n in sorted(per_client.items())]
+        (folder / "forgettable.tsv").write_text("\n".join(lines) + "\n")
+        rounds = sorted(counts)
+        clients = sorted({c for per_client in counts.values() for c in per_client})
+        forgetting.plot_forgettable_curves(folder / "forgettable.png", rounds,
+                                           {c: [counts[r].get(c) for r in rounds] for c in clients},
+                                           f"{settings['key']}: forgettable examples per client")
+
+
+def probe_round(view, round_: int, settings: dict, probes: dict, num_clients: int) -> None:
+    """Record a probed round's forgetting measurements into `probes`."""
+    if round_ in settings["probe_rounds"]:
+        positions = probe_positions(view.cohort, num_clients, settings["probe_clients"], settings["seed"])
+        record = view.local_forgetting(positions)
+        per_client = view.global_accuracy_per_client()
+        probes.setdefault("rounds", {})[round_] = {
+            "round": round_, **record, "global_accuracy_per_client": per_client,
+            "global_accuracy_spread": forgetting.accuracy_spread(per_client)}
+    if settings["forgettable_every"] and round_ % settings["forgettable_every"] == 0:
+        probes.setdefault("forgettable", {})[round_] = dict(zip(view.cohort, view.forgettable.tolist()))
+
+
+def is_probed(settings: dict, round_: int) -> bool:
+    every = settings["forgettable_every"]
+    return round_ in settings["probe_rounds"] or bool(every and round_ % every == 0)
+
+
+def train_run(settings: dict, vectorized: bool | None = None, progress: bool = True) -> dict:
+    """Train one (run, seed) (resuming from its checkpoint if there is one) and write its outputs.
+
+    vectorized=None picks the faster path for the model and device (cohort.prefer_vectorized)."""
+    key = settings["key"]
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    data, test, dataset_sha = load_client_data(settings, params, device)
+    data, test, dataset_sha = load_client_data(settings, device)
     spec = dataset_spec(settings["dataset"])
     model = build_model(settings["model"], spec.image_shape, spec.classes, settings["seed"]).to(device)
     algorithm = get_algorithm(settings["algorithm"]["name"])
     hp = settings["algorithm"]
     if vectorized is None:
         vectorized = prefer_vectorized(model, device)
+    if vectorized and has_batch_norm(model):
+        raise UserError(f"--path vectorized: model {settings['model']} has BatchNorm, which trains on the "
+                        "sequential path only; use --path auto or sequential")
     digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized, "code": code_digest(),
                                       "device": device.type,
                                       "partition": load_partition(settings["partition"])["meta"]["clients_sha256"]})
     checkpoint = load_checkpoint(key, digest, device)
     if checkpoint:
         state, history, seconds = checkpoint["state"], checkpoint["history"], checkpoint["seconds"]
+        probe_seconds, probes = checkpoint["probe_seconds"], checkpoint["probes"]
         print(f"{key}: resuming after round {len(history)} from {checkpoint_path(key, digest)}", flush=True)
     else:
-        initial = {name: value.detach().clone() for name, value in model.named_parameters()}
-        state, history, seconds = algorithm.init_state(initial, len(data.clients), hp), [], []
+        state, history, seconds = initial_state(model, algorithm, len(data.clients), hp), [], []
+        probe_seconds, probes = [], {"has_validation": data.has_validation()}
     status = "diverged" if history and history[-1].get("diverged") else "ok"
     test_index = torch.arange(len(test.y))
     bar = tqdm(total=settings["rounds"], initial=len(history), desc=key, disable=not progress,
@@ -170,7 +258,8 @@ def train_run(params: dict, key: str, vectorized: bool | None = None, progress: 
         if status == "diverged":
             break
         start = time.perf_counter()
-        result = run_round(model, algorithm, hp, state, data, settings, round_, vectorized=vectorized)
+        result = run_round(model, algorithm, hp, state, data, settings, round_, vectorized=vectorized,
+                           probe=is_probed(settings, round_))
         record = {"round": round_, "train_loss": result.train_loss, "bytes_down": result.bytes_down,
                   "bytes_up": result.bytes_up, "test_accuracy": None, "test_loss": None}
         if result.diverged:
@@ -180,37 +269,42 @@ def train_run(params: dict, key: str, vectorized: bool | None = None, progress: 
         else:
             state = result.state
             if round_ % settings["eval_every"] == 0 or round_ == settings["rounds"]:
-                record["test_accuracy"], record["test_loss"] = evaluate(model, state["params"], test, test_index)
+                record["test_accuracy"], record["test_loss"] = evaluate(model, {**state["params"], **state["buffers"]},
+                                                                        test, test_index)
+        probe_start = time.perf_counter()
+        if result.view is not None:
+            probe_round(result.view, round_, settings, probes, len(data.clients))
+        probe_seconds.append(time.perf_counter() - probe_start if result.view is not None else 0.0)
         history.append(record)
         seconds.append(time.perf_counter() - start)
         bar.update(1)
         if record["test_accuracy"] is not None:
             bar.set_postfix(acc=f"{record['test_accuracy']:.4f}")
         if round_ % settings["checkpoint_every"] == 0 or status == "diverged":
-            save_checkpoint(key, digest, {"digest": digest, "state": state, "history": history, "seconds": seconds})
+            save_checkpoint(key, digest, {"digest": digest, "state": state, "history": history, "seconds": seconds,
+                                          "probe_seconds": probe_seconds, "probes": probes})
     bar.close()
-    params_cpu = {name: value.detach().cpu() for name, value in state["params"].items()}
-    return write_outputs(key, settings, history, status, seconds, params_cpu)
+    final = {name: value.detach().cpu() for name, value in {**state["params"], **state["buffers"]}.items()}
+    return write_outputs(settings, history, status, seconds, probe_seconds, probes, final)
 
 
 @exit_on_user_error
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("key", help="a key of `runs` in params.yaml")
+    parser.add_argument("run", help="a key of `runs` in params.yaml")
+    parser.add_argument("--seed", type=int, required=True, help="one of the run's seeds")
     parser.add_argument("--path", choices=("auto", "vectorized", "sequential"), default="auto",
                         help="how a cohort is trained: auto picks the faster for the model and device")
     args = parser.parse_args(argv)
-    params = load_checked_params()
-    if args.key not in (params.get("runs") or {}):
-        raise UserError(f"runs.{args.key}: no such run; defined: {', '.join(params.get('runs') or {})}")
+    settings = seed_settings(read_resolved(args.run), args.seed)
     threads = os.environ.get("FEDFORGET_THREADS", str(torch.get_num_threads()))
     if not threads.isdigit() or int(threads) < 1:
         raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
     torch.set_num_threads(int(threads))
     tune_allocator()
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
-    summary = train_run(params, args.key, vectorized=vectorized, progress=not os.environ.get("CI"))
-    print(f"{args.key}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
+    summary = train_run(settings, vectorized=vectorized, progress=not os.environ.get("CI"))
+    print(f"{settings['key']}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
           f"rounds to target {summary['rounds_to_accuracy']}")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.engine import ClientData, channel_stats
+from pipeline.clientdata import ClientData, channel_stats
 
 SHAPE = (4, 4, 1)
 CLASSES = 3

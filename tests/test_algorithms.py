@@ -11,7 +11,10 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import check_algorithm, fedavg, fedcurv, fedprox, resolve_hyperparams
-from pipeline.engine import ClientData, add_penalty_gradient, run_round
+from pipeline.clientdata import ClientData
+from pipeline.cohort import add_penalty_gradient
+from pipeline.rounds import aggregate_round, initial_state, run_round, server_state
+from pipeline.runs import RUN_DEFAULTS
 
 from synthetic import CLASSES, SHAPE, make_data
 
@@ -20,7 +23,7 @@ from synthetic import CLASSES, SHAPE, make_data
 
 
 def settings(**overrides) -> dict:
-    base = {"seed": 3, "client_fraction": 1.0, "lr": 0.1, "momentum": 0.0, "weight_decay": 0.0,
+    base = {**RUN_DEFAULTS, "seed": 3, "client_fraction": 1.0, "lr": 0.1, "momentum": 0.0, "weight_decay": 0.0,
             "local_epochs": 1, "batch_size": 4}
     return {**base, **overrides}
 
@@ -39,7 +42,7 @@ def run_rounds(algorithm, hp, rounds, data, run_settings, model_seed=0, hidden=(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(model_seed)
         model = models.mlp(SHAPE, CLASSES, list(hidden))
-    state = algorithm.init_state(initial_params(model), len(data.clients), hp)
+    state = server_state(algorithm, initial_params(model), len(data.clients), hp)
     for round_ in range(1, rounds + 1):
         result = run_round(model, algorithm, hp, state, data, run_settings, round_)
         assert not result.diverged
@@ -75,7 +78,7 @@ def test_one_fedavg_round_equals_sample_weighted_average_of_hand_computed_full_b
     model = models.mlp(SHAPE, CLASSES, [])  # Flatten + one Linear: a linear softmax classifier
     assert [type(m) for m in model] == [torch.nn.Flatten, torch.nn.Linear]
     start = initial_params(model)
-    state = fedavg.init_state({k: v.clone() for k, v in start.items()}, len(sizes), {})
+    state = server_state(fedavg, {k: v.clone() for k, v in start.items()}, len(sizes), {})
     result = run_round(model, fedavg, {}, state, data, settings(lr=lr, batch_size=max(sizes), local_epochs=1), 1)
     assert result.cohort == [0, 1, 2]
 
@@ -127,16 +130,16 @@ def fedcurv_two_rounds(sums_over: str, lam: float = 0.7):
     last round, and 3 never uploaded before it). Returns the state and every client's latest upload."""
     g = torch.Generator().manual_seed(11)
     hp = {**fedcurv.HYPERPARAMS, "lambda": lam, "sums_over": sums_over}
-    state = fedcurv.init_state(random_tree(SHAPES, g), 4, hp)
+    state = server_state(fedcurv, random_tree(SHAPES, g), 4, hp)
     latest, round_uploads = {}, []
     for cohort in ([0, 1, 2], [1, 3]):
         uploads = []
         for client in cohort:
             theta, fisher = random_tree(SHAPES, g), random_tree(SHAPES, g, nonnegative=True)
-            uploads.append({"client": client, **fedcurv.client_upload(theta, fisher, hp)})
+            uploads.append({"client": client, **fedcurv.upload_from(theta, fisher, hp)})
             latest[client] = (theta, fisher)
         weights = [1.0 / len(cohort)] * len(cohort)
-        state = fedcurv.aggregate(state, uploads, weights, hp)
+        state = aggregate_round(fedcurv, hp, state, uploads, weights, [{}] * len(uploads))
         round_uploads.append(uploads)
     return state, hp, latest, round_uploads
 
@@ -202,7 +205,7 @@ def test_fedcurv_penalty_affine_equals_autograd_of_penalty(sums_over, client):
 def test_fedprox_penalty_is_half_mu_squared_distance_and_its_grad_equals_autograd():
     g = torch.Generator().manual_seed(3)
     hp = {"mu": 0.3}
-    state = fedprox.init_state(random_tree(SHAPES, g), 4, hp)
+    state = server_state(fedprox, random_tree(SHAPES, g), 4, hp)
     shared = fedprox.shared_context(state, hp)
     theta = {n: v.requires_grad_(True) for n, v in random_tree(SHAPES, g).items()}
     value = fedprox.penalty(theta, shared, {}, hp)
@@ -229,7 +232,7 @@ def test_fedcurv_aggregate_u_and_v_are_sums_of_fisher_and_fisher_times_params_ov
         torch.testing.assert_close(state["v"][name], v, rtol=1e-12, atol=1e-12)
     w = sum((latest[j][1][n] * latest[j][0][n] ** 2).sum() for j in clients for n in SHAPES)
     torch.testing.assert_close(state["w_total"], w, rtol=1e-12, atol=1e-12)
-    assert sorted(state["last"]) == clients
+    assert sorted(state["clients"]) == sorted(set(state["clients"]) | set(clients)) and state["summed"] == clients
     # The global model is the weighted mean of this round's cohort only, whatever the mode.
     last_round = round_uploads[-1]
     for name in SHAPES:
@@ -311,11 +314,11 @@ def test_penalty_affine_is_the_autograd_gradient_of_the_penalty(name, hp):
 
     algorithm, hp = get_algorithm(name), resolve_hyperparams(hp)
     g = torch.Generator().manual_seed(21)
-    state = algorithm.init_state(random_tree(SHAPES, g), 3, hp)
-    uploads = [{"client": k, **algorithm.client_upload(random_tree(SHAPES, g), random_tree(SHAPES, g, True), hp,
+    state = server_state(algorithm, random_tree(SHAPES, g), 3, hp)
+    uploads = [{"client": k, **algorithm.upload_from(random_tree(SHAPES, g), random_tree(SHAPES, g, True), hp,
                                                        shared=algorithm.shared_context(state, hp))}
                for k in range(3)]
-    state = algorithm.aggregate(state, uploads, [1 / 3] * 3, hp)  # so every penalty term exists
+    state = aggregate_round(algorithm, hp, state, uploads, [1 / 3] * 3, [{}] * len(uploads))  # so every penalty term exists
     shared, ctx = algorithm.shared_context(state, hp), algorithm.client_context(state, 1, hp)
     theta = {n: v.requires_grad_(True) for n, v in random_tree(SHAPES, g).items()}
     expected = torch.autograd.grad(algorithm.penalty(theta, shared, ctx, hp), list(theta.values()))

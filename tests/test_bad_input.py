@@ -7,6 +7,7 @@ grid.yaml that `python -m pipeline.profile` writes from it, and a tiny prepared 
 from __future__ import annotations
 
 import os
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -349,19 +350,55 @@ RUN_CASES = {
     "scaled_left_empty": ({"scaled": None}, ["runs.r.scaled", "expected a mapping"]),
     "partition_given_as_a_list": ({"partition": ["p"]}, ["runs.r.partition", "['p']"]),
     "algorithm_name_given_as_a_list": ({"algorithm": {"name": ["fedavg"]}}, ["runs.r.algorithm.name"]),
+    "seeds_empty": ({"seeds": []}, ["runs.r.seeds", "non-empty list"]),
+    "seeds_negative": ({"seeds": [0, -1]}, ["runs.r.seeds", ">= 0"]),
+    "seeds_duplicate": ({"seeds": [0, 1, 1]}, ["runs.r.seeds", "1 listed twice"]),
+    "seeds_not_a_list": ({"seeds": 3}, ["runs.r.seeds", "list of integers"]),
+    "probe_rounds_zero": ({"probe_rounds": [0]}, ["runs.r.probe_rounds", ">= 1"]),
+    "probe_rounds_duplicate": ({"probe_rounds": [1, 1]}, ["runs.r.probe_rounds", "listed twice"]),
+    "probe_rounds_after_the_last": ({"probe_rounds": [1, 5]}, ["runs.r.probe_rounds", "[5]", "[1, 2]"]),
+    "probe_clients_zero": ({"probe_clients": 0}, ["runs.r.probe_clients", ">= 1"]),
+    "forgettable_every_negative": ({"forgettable_every": -1}, ["runs.r.forgettable_every", ">= 0"]),
+    "optimizer_unknown": ({"optimizer": "adamw"}, ["runs.r.optimizer", "'adamw'", "sgd, adam"]),
+    "momentum_with_adam": ({"optimizer": "adam", "momentum": 0.9}, ["runs.r.momentum", "sgd only"]),
+    "betas_out_of_range": ({"optimizer": "adam", "betas": [0.9, 1.0]}, ["runs.r.betas", "[0, 1)"]),
+    "eps_zero": ({"eps": 0}, ["runs.r.eps", "> 0"]),
+    "loss_unknown": ({"loss": "focal"}, ["runs.r.loss", "'focal'", "ce, tce"]),
+    "input_scaling_unknown": ({"input_scaling": "minmax"}, ["runs.r.input_scaling", "standardize, unit"]),
+    "paper_unknown": ({"paper": "fedsgd"}, ["runs.r.paper", "'fedsgd'"]),
 }
 
 
 @pytest.mark.parametrize("case", sorted(RUN_CASES))
-def test_train_refuses_bad_run_settings(case, project):
+def test_resolve_stage_refuses_bad_run_settings(case, project):
+    """The resolve stage (the only one that reads runs from params.yaml) and the check both refuse."""
     overrides, needles = RUN_CASES[case]
     folder = project(DIRICHLET)
     params = base_params(DIRICHLET)
     params["runs"] = {"r": {**GOOD_RUN, **overrides}}
     write_params(folder, params)
-    assert_one_error_line(run(folder, "pipeline.train", "r"), *needles)
+    assert_one_error_line(run(folder, "pipeline.runs"), *needles)
+    assert_not_written(folder / "resolved")
+    assert_one_error_line(run(folder, "pipeline.config", "--check"), *needles)
+
+
+def test_a_run_without_a_paper_is_valid(project):
+    folder = project(DIRICHLET)
+    params = base_params(DIRICHLET)
+    params["runs"] = {"mine": {k: v for k, v in GOOD_RUN.items() if k != "paper"}}
+    write_params(folder, params)
+    assert run(folder, "pipeline.profile").returncode == 0
+    result = run(folder, "pipeline.config", "--check")
+    assert result.returncode == 0, result.stderr
+    assert run(folder, "pipeline.runs").returncode == 0
+    assert json.loads((folder / "resolved" / "mine.json").read_text())["paper"] is None
+
+
+def test_train_without_a_resolved_run_says_which_stage_to_run(project):
+    folder = project(DIRICHLET)
+    result = run(folder, "pipeline.train", "r", "--seed", "0")
+    assert_one_error_line(result, "resolved/r.json", "dvc repro resolve")
     assert_not_written(folder / "reports" / "runs" / "r")
-    assert_not_written(folder / "data" / "models" / "r.pt")
 
 
 def test_a_run_name_with_a_dot_is_refused(project):

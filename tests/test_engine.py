@@ -11,8 +11,11 @@ import torch
 from pipeline import models
 from pipeline.algorithms import fedavg, fedcurv, fedprox, importance
 from pipeline import cohort_mlp
-from pipeline.engine import (SGD, ClientData, client_schedule, cohort_chunk_size, local_batches,
-                             rounds_to_accuracy, run_round, sample_cohort)
+from pipeline.clientdata import ClientData, client_schedule, local_batches, sample_cohort
+from pipeline.cohort import cohort_chunk_size
+from pipeline.metrics import rounds_to_accuracy
+from pipeline.rounds import initial_state, run_round
+from pipeline.runs import RUN_DEFAULTS
 
 import synthetic
 from synthetic import CLASSES, SHAPE
@@ -33,15 +36,14 @@ def make_model(hidden=(6,), seed=0):
 
 
 def settings(**overrides) -> dict:
-    base = {"seed": 4, "client_fraction": 0.5, "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-3,
+    base = {**RUN_DEFAULTS, "seed": 4, "client_fraction": 0.5, "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-3,
             "local_epochs": 2, "batch_size": 4}
     return {**base, **overrides}
 
 
 def run(algorithm, hp, rounds, data, run_settings, **kwargs):
     model = make_model()
-    state = algorithm.init_state({n: p.detach().clone() for n, p in model.named_parameters()},
-                                 len(data.clients), hp)
+    state = initial_state(model, algorithm, len(data.clients), hp)
     results = []
     for round_ in range(1, rounds + 1):
         result = run_round(model, algorithm, hp, state, data, run_settings, round_, **kwargs)
@@ -55,7 +57,7 @@ def flat_tensors(tree, prefix=""):
     """name -> tensor for every tensor in a (nested) state."""
     if torch.is_tensor(tree):
         return {prefix: tree}
-    if tree is None:
+    if tree is None or isinstance(tree, (list, int)):
         return {}
     out = {}
     for key, value in tree.items():
@@ -115,7 +117,7 @@ def test_plain_sgd_paths_agree_with_the_reference(algorithm, hp, monkeypatch):
     vec_state, _ = run(algorithm, hp, 2, data, run_settings, vectorized=True)
     seq_state, _ = run(algorithm, hp, 2, data, run_settings, vectorized=False)
     # Every algorithm here, its penalty folded into the step, except RWalk (its path score needs g).
-    assert bool(calls) == (not algorithm.needs_path_score(hp))
+    assert bool(calls) == (getattr(algorithm, "local_tracker", lambda hp: None)(hp) is None)
     vec, seq = flat_tensors(vec_state), flat_tensors(seq_state)
     for name in vec:
         torch.testing.assert_close(vec[name], seq[name], atol=1e-5, rtol=1e-5, msg=name)
@@ -238,60 +240,8 @@ def test_cached_normalised_inputs_equal_per_batch_normalisation(monkeypatch):
     cached = data.inputs(index)
     assert data.normalised is not None
     uncached = make_data()
-    monkeypatch.setattr("pipeline.engine.NORMALISED_CACHE_BYTES", 0)
+    monkeypatch.setattr("pipeline.clientdata.NORMALISED_CACHE_BYTES", 0)
     assert torch.equal(uncached.inputs(index), cached) and uncached.normalised is None
-
-
-# ---------------------------------------------------------------- SGD
-
-
-def test_sgd_step_equals_torch_optim_sgd_with_momentum_and_weight_decay():
-    g = torch.Generator().manual_seed(0)
-    start = torch.randn(3, 4, generator=g)
-    grads = [torch.randn(3, 4, generator=g) for _ in range(6)]
-    lr, momentum, decay = 0.1, 0.9, 0.01
-
-    reference = start.clone().requires_grad_(True)
-    optimizer = torch.optim.SGD([reference], lr=lr, momentum=momentum, weight_decay=decay)
-    ours = {"w": start.clone()}
-    buffers: dict = {}
-    sgd = SGD(lr, momentum, decay)
-    for grad in grads:
-        reference.grad = grad.clone()
-        optimizer.step()
-        sgd.step(ours, {"w": grad.clone()}, buffers, torch.tensor(True))
-        torch.testing.assert_close(ours["w"], reference.detach(), atol=1e-6, rtol=1e-6)
-    torch.testing.assert_close(buffers["w"], optimizer.state[reference]["momentum_buffer"], atol=1e-6, rtol=1e-6)
-    assert (ours["w"] - start).abs().max() > 0.1
-
-
-def test_sgd_inactive_client_is_not_moved_and_keeps_its_momentum():
-    g = torch.Generator().manual_seed(1)
-    start = torch.randn(2, 3, 4, generator=g)  # two stacked clients
-    grads = [torch.randn(2, 3, 4, generator=g) for _ in range(5)]
-    active_steps = [[True, False], [True, True], [True, False], [True, True], [True, False]]
-    lr, momentum, decay = 0.1, 0.9, 0.01
-    params, buffers = {"w": start.clone()}, {}
-    sgd = SGD(lr, momentum, decay)
-
-    # Client 1 follows torch's optimizer over only the steps where it is active.
-    reference = start[1].clone().requires_grad_(True)
-    optimizer = torch.optim.SGD([reference], lr=lr, momentum=momentum, weight_decay=decay)
-    for grad, active in zip(grads, active_steps):
-        before_param, before_buffer = params["w"][1].clone(), buffers.get("w", torch.zeros_like(start))[1].clone()
-        sgd.step(params, {"w": grad}, buffers, torch.tensor(active))
-        if active[1]:
-            reference.grad = grad[1].clone()
-            optimizer.step()
-        else:
-            assert torch.equal(params["w"][1], before_param)
-            assert torch.equal(buffers["w"][1], before_buffer)
-        torch.testing.assert_close(params["w"][1], reference.detach(), atol=1e-6, rtol=1e-6)
-    assert not torch.equal(params["w"][0], start[0])
-    assert not torch.equal(params["w"][1], start[1])
-
-
-# ---------------------------------------------------------------- divergence
 
 
 @pytest.mark.parametrize("algorithm, hp, vectorized", [(*a, True) for a in ALGORITHMS] + [(*ALGORITHMS[0], False)],
@@ -299,8 +249,7 @@ def test_sgd_inactive_client_is_not_moved_and_keeps_its_momentum():
 def test_a_diverging_round_is_reported_and_leaves_the_state_alone(algorithm, hp, vectorized):
     data = make_data()
     model = make_model()
-    state = algorithm.init_state({n: p.detach().clone() for n, p in model.named_parameters()},
-                                 len(data.clients), hp)
+    state = initial_state(model, algorithm, len(data.clients), hp)
     snapshot = {name: value.clone() for name, value in flat_tensors(state).items()}
     result = run_round(model, algorithm, hp, state, data, settings(lr=1e6, local_epochs=3), 1,
                        vectorized=vectorized)

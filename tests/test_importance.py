@@ -7,7 +7,11 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import check_algorithm, fedavg, fedprox, importance
-from pipeline.engine import SGD, PathScore, add_penalty_gradient, run_round
+from pipeline.algorithms.path_score import PathScore
+from pipeline.cohort import add_penalty_gradient
+from pipeline.optimizers import SGD
+from pipeline.rounds import aggregate_round, initial_state, run_round, server_state
+from pipeline.runs import RUN_DEFAULTS
 
 from synthetic import CLASSES, SHAPE, make_data
 
@@ -29,7 +33,7 @@ def random_tree(generator, nonnegative=False, zero_fraction=0.0) -> dict:
 
 
 def settings(**overrides) -> dict:
-    base = {"seed": 5, "client_fraction": 1.0, "lr": 0.05, "momentum": 0.0, "weight_decay": 0.0,
+    base = {**RUN_DEFAULTS, "seed": 5, "client_fraction": 1.0, "lr": 0.05, "momentum": 0.0, "weight_decay": 0.0,
             "local_epochs": 2, "batch_size": 4}
     return {**base, **overrides}
 
@@ -39,7 +43,7 @@ def run_rounds(algorithm, algorithm_hp, rounds, data, run_settings):
         torch.manual_seed(0)
         model = models.mlp(SHAPE, CLASSES, [6])
     start = {n: p.detach().clone() for n, p in model.named_parameters()}
-    state = algorithm.init_state(start, len(data.clients), algorithm_hp)
+    state = server_state(algorithm, start, len(data.clients), algorithm_hp)
     for round_ in range(1, rounds + 1):
         result = run_round(model, algorithm, algorithm_hp, state, data, run_settings, round_)
         assert not result.diverged
@@ -175,7 +179,7 @@ def test_l2_variant_is_fedprox_with_mu_equal_to_lambda():
 
 def test_round_one_has_no_ewc_term_since_there_is_no_global_fisher_yet():
     theta = {"w": torch.ones(3)}
-    shared = importance.shared_context(importance.init_state({"w": torch.zeros(3)}, 4, hp()), hp())
+    shared = importance.shared_context(server_state(importance, {"w": torch.zeros(3)}, 4, hp()), hp())
     assert float(importance.penalty(theta, shared, {}, hp())) == 0.0
     assert importance.penalty_affine(shared, {}, hp()) is None
 
@@ -186,17 +190,17 @@ def test_round_one_has_no_ewc_term_since_there_is_no_global_fisher_yet():
 def test_uploaded_fisher_is_gamma_smoothed_towards_the_global_one():
     g = torch.Generator().manual_seed(10)
     params, local, global_fisher = random_tree(g), random_tree(g, nonnegative=True), random_tree(g, nonnegative=True)
-    upload = importance.client_upload(params, local, hp(gamma=0.9), shared={"fisher": global_fisher})
+    upload = importance.upload_from(params, local, hp(gamma=0.9), shared={"fisher": global_fisher})
     for name in SHAPES:
         torch.testing.assert_close(upload["fisher"][name], 0.9 * global_fisher[name] + 0.1 * local[name])
-    first_round = importance.client_upload(params, local, hp(gamma=0.9), shared={"fisher": None})
+    first_round = importance.upload_from(params, local, hp(gamma=0.9), shared={"fisher": None})
     for name in SHAPES:
         assert torch.equal(first_round["fisher"][name], local[name])
 
 
 def test_l2_ablation_uploads_no_importance_and_sends_nothing_extra():
     settings_hp = hp(penalty="l2", aggregation="samples")
-    assert not importance.upload_needs_fisher(settings_hp)
+    assert not importance.uses_importance(settings_hp) and importance.local_tracker(settings_hp) is None
     assert importance.sent_up(settings_hp) == ("params",) and importance.sent_down(settings_hp) == ()
     assert importance.sent_down(hp()) == ("fisher",) and importance.sent_up(hp()) == ("params", "fisher")
 

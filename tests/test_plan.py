@@ -59,7 +59,7 @@ def test_default_profile_scales_and_says_what_it_scaled(paper_params):
 
 
 def test_the_paper_grid_searches_factor_10_and_factor_2_around_the_chosen_values(paper_params):
-    runs = derive_grid(paper_params)["runs"]
+    runs = derive_grid(paper_params)["run_ids"]
     lambdas = {resolve_run(paper_params, k)["algorithm"].get("lambda") for k in runs if k.startswith("fedcurv_grid_e50")}
     assert {0.01, 0.1, 10.0, 100.0, 0.5, 2.0} <= lambdas
 
@@ -68,5 +68,8 @@ def test_plan_lists_every_run_of_the_paper_profile(paper_params):
     result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "paper"], cwd=REPO,
                             capture_output=True, text=True, check=True)
     listed = [line.split()[0] for line in result.stdout.splitlines()[1:]]
-    assert listed == list(derive_grid(paper_params)["runs"])
+    grid = derive_grid(paper_params)
+    assert listed == grid["run_ids"]
+    # Every (run, seed) pair is a stage of its own, one per seed the run lists.
+    assert len(grid["runs"]) == sum(len(resolve_run(paper_params, run)["seeds"]) for run in listed)
     assert "R=200" in result.stdout and "cnn_mnist" in result.stdout

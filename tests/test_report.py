@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import derive_grid
 from pipeline.report import __main__ as report_main
 from pipeline.report import fedcurv
-from pipeline.report.common import load_results
+from pipeline.report.common import NO_DIFF, load_results
 
 PAPERS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
 FEDCURV_PAPER = PAPERS_DIR / "000_b91613fb63fd152f.txt"
@@ -88,10 +87,12 @@ def test_published_fedprox_mu_matches_the_params_runs():
 
 def write_run(root: Path, key: str, algorithm: dict, local_epochs: int, reached: dict | None = None,
               status: str = "ok", accuracy: list[float] | None = None, final_accuracy: float | None = None,
-              scaled: dict | None = None, paper: str = "fedcurv") -> None:
-    """reports/runs/<key>/ as pipeline.train.write_outputs leaves it (metrics, settings, one curve)."""
+              scaled: dict | None = None, paper: str | None = "fedcurv", seed: int = 0,
+              seeds: list[int] | None = None, seconds: float = 1.5, extra: dict | None = None) -> Path:
+    """reports/runs/<key>/seed<seed>/ as the train stage leaves it (metrics, settings, timing, one curve).
+    paper=None writes settings without a "paper" key (a researcher's own run)."""
     accuracy = accuracy if accuracy is not None else [0.6, 0.8, 0.9]
-    folder = root / "reports" / "runs" / key
+    folder = root / "reports" / "runs" / key / f"seed{seed}"
     (folder / "plots" / "metrics").mkdir(parents=True)
     final = final_accuracy if final_accuracy is not None else (accuracy[-1] if accuracy else None)
     summary = {"status": status, "diverged": int(status == "diverged"), "rounds_completed": len(accuracy),
@@ -99,21 +100,38 @@ def write_run(root: Path, key: str, algorithm: dict, local_epochs: int, reached:
                "bytes_down_total": 0, "bytes_up_total": 0, "rounds_to_accuracy": reached or {},
                "step": len(accuracy)}
     (folder / "metrics.json").write_text(json.dumps(summary))
-    settings = {"paper": paper, "algorithm": algorithm, "local_epochs": local_epochs, "key": key,
-                "targets": [0.95, 0.9, 0.85], "scaled": scaled or {}}
+    settings = {"algorithm": algorithm, "local_epochs": local_epochs, "key": key, "client_fraction": 1.0,
+                "targets": [0.95, 0.9, 0.85], "scaled": scaled or {}, "seed": seed,
+                "seeds": seeds if seeds is not None else [seed]}
+    if paper is not None:
+        settings["paper"] = paper
+    settings.update(extra or {})
     (folder / "settings.json").write_text(json.dumps(settings))
-    (folder / "timing.json").write_text(json.dumps({"seconds_total": 1.5, "seconds_per_round": []}))
+    (folder / "timing.json").write_text(json.dumps({"seconds_total": seconds, "seconds_per_round": []}))
     rows = "".join(f"{step}\t{value}\n" for step, value in enumerate(accuracy, start=1))
     (folder / "plots" / "metrics" / "test_accuracy.tsv").write_text("step\ttest_accuracy\n" + rows)
+    (folder / "forgetting").mkdir()  # may be there; the report ignores it
+    return folder
 
 
+# The paper's λ and μ (published.yaml) at each E: these runs' settings are the paper's.
+PAPER_ALGORITHMS = {("fedcurv", 50): {"name": "fedcurv", "lambda": 1.0},
+                    ("fedcurv", 10): {"name": "fedcurv", "lambda": 1.0},
+                    ("fedprox", 50): {"name": "fedprox", "mu": 0.00025},
+                    ("fedprox", 10): {"name": "fedprox", "mu": 1e-5},
+                    ("fedavg", 50): {"name": "fedavg"}, ("fedavg", 10): {"name": "fedavg"}}
 ALGORITHMS = {"fedcurv": {"name": "fedcurv", "lambda": 1.0}, "fedprox": {"name": "fedprox", "mu": 0.00025},
               "fedavg": {"name": "fedavg"}}
 
 
-def write_table1_run(root: Path, algorithm: str, epochs: int, reached: dict | None = None, **kwargs) -> str:
+def write_table1_run(root: Path, algorithm: str, epochs: int, reached=None, seeds: int = 1, **kwargs) -> str:
+    """A Table 1 run at the paper's λ / μ; `reached` is one {target: rounds} for every seed or a list of
+    them, one per seed (then `seeds` is its length)."""
     key = TABLE1_KEYS[(algorithm, epochs)]
-    write_run(root, key, ALGORITHMS[algorithm], epochs, reached, **kwargs)
+    per_seed = reached if isinstance(reached, list) else [reached] * seeds
+    for seed, reached_by_seed in enumerate(per_seed):
+        write_run(root, key, PAPER_ALGORITHMS[(algorithm, epochs)], epochs, reached_by_seed, seed=seed,
+                  seeds=list(range(len(per_seed))), **kwargs)
     return key
 
 
@@ -144,17 +162,62 @@ def workdir(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_load_results_reads_what_train_writes(workdir):
+# ---------------------------------------------------------------- loading: one run, its seeds
+
+def test_load_results_reads_one_seed_as_train_writes_it(workdir):
     write_run(workdir, "a", ALGORITHMS["fedavg"], 10, {"0.9": 3}, accuracy=[0.5, 0.7, 0.91])
     results = load_results(["a", "absent"])
     assert list(results) == ["a"]
-    assert results["a"].rounds == [1, 2, 3]
-    assert results["a"].accuracy == [0.5, 0.7, 0.91]
-    assert results["a"].rounds_to(0.9) == 3
-    assert results["a"].rounds_to(0.95) is None
+    run = results["a"]
+    assert (run.run, run.seeds, run.n) == ("a", [0], 1)
+    (seed,) = run.results
+    assert seed.rounds == [1, 2, 3] and seed.accuracy == [0.5, 0.7, 0.91]
+    assert seed.rounds_to(0.9) == 3 and seed.rounds_to(0.95) is None
+    assert run.rounds_to(0.9) == [3] and run.rounds_to(0.95) == [None]
+    assert run.accuracy_means(k=2) == [pytest.approx(100 * (0.7 + 0.91) / 2)]
+    assert run.accuracy_means(at=2, k=1) == [pytest.approx(70.0)]
+    assert run.accuracy_means(at=7) == [None]  # never evaluated round 7
+    assert seed.seconds == 1.5
 
 
-def test_table1_cells_ours_paper_diff(workdir):
+def test_load_results_groups_the_seeds_of_a_run(workdir):
+    for seed, accuracy in zip((0, 1, 2), ([0.5, 0.9], [0.6, 0.8], [0.7, float("nan")])):
+        write_run(workdir, "b", ALGORITHMS["fedavg"], 10, accuracy=accuracy, seed=seed, seeds=[0, 1, 2, 3],
+                  status="diverged" if seed == 2 else "ok")
+    run = load_results(["b"])["b"]
+    assert run.seeds == [0, 1, 2] and run.n == 3
+    assert run.listed_seeds == [0, 1, 2, 3] and run.missing_seeds == [3]  # seed 3 not trained yet
+    assert run.diverged_count == 1 and run.diverged
+    assert run.final_accuracies() == [0.9, 0.8, None]
+    assert run.accuracy_means(k=1) == [pytest.approx(90.0), pytest.approx(80.0), None]
+
+
+def test_load_results_from_the_grid_groups_by_run_and_takes_only_its_seeds(workdir):
+    for seed in (0, 1, 2):
+        write_run(workdir, "c", ALGORITHMS["fedavg"], 10, seed=seed, seeds=[0, 1, 2])
+    write_run(workdir, "d", ALGORITHMS["fedavg"], 10, seed=5, seeds=[5])
+    grid_runs = {"c-seed0": {"run": "c", "seed": 0, "dataset": "mnist", "partition": "p"},
+                 "c-seed2": {"run": "c", "seed": 2, "dataset": "mnist", "partition": "p"},
+                 "d-seed5": {"run": "d", "seed": 5, "dataset": "mnist", "partition": "p"},
+                 "e-seed0": {"run": "e", "seed": 0, "dataset": "mnist", "partition": "p"}}  # not trained
+    results = load_results(grid_runs)
+    assert sorted(results) == ["c", "d"]
+    assert results["c"].seeds == [0, 2]  # seed 1 is on disk but not in this grid
+    assert results["d"].seeds == [5]
+
+
+def test_load_results_reads_a_run_from_before_seeds_as_its_one_seed(workdir):
+    folder = write_run(workdir, "old", ALGORITHMS["fedavg"], 10, seed=0)
+    for path in folder.iterdir():  # reports/runs/old/<files>: the layout before seeds
+        path.rename(folder.parent / path.name)
+    folder.rmdir()
+    run = load_results(["old"])["old"]
+    assert run.seeds == [0] and run.results[0].accuracy == [0.6, 0.8, 0.9]
+
+
+# ---------------------------------------------------------------- FedCurv Table 1
+
+def test_table1_cells_with_one_seed_ours_paper_diff(workdir):
     write_table1_run(workdir, "fedcurv", 50, {"0.95": 40, "0.9": 5, "0.85": 3})
     write_table1_run(workdir, "fedavg", 50, {"0.9": 9, "0.85": 22})
     write_table1_run(workdir, "fedprox", 50, {}, status="diverged", accuracy=[0.6, float("nan")])
@@ -166,16 +229,16 @@ def test_table1_cells_ours_paper_diff(workdir):
     assert len(rows[0]) == 1 + 2 * 3 * 3
 
     curv = table1_row(rows, "fedcurv")
-    assert (curv["E=50 95% ours"], curv["E=50 95% paper"], curv["E=50 95% diff"]) == ("40", "38", "2")
-    assert (curv["E=50 90% ours"], curv["E=50 90% paper"], curv["E=50 90% diff"]) == ("5", "9", "-4")
-    assert (curv["E=50 85% ours"], curv["E=50 85% paper"], curv["E=50 85% diff"]) == ("3", "6", "-3")
+    assert (curv["E=50 95% ours"], curv["E=50 95% paper"], curv["E=50 95% diff"]) == ("40 (n=1)", "38", "2")
+    assert (curv["E=50 90% ours"], curv["E=50 90% paper"], curv["E=50 90% diff"]) == ("5 (n=1)", "9", "-4")
+    assert (curv["E=50 85% ours"], curv["E=50 85% paper"], curv["E=50 85% diff"]) == ("3 (n=1)", "6", "-3")
     assert [curv[f"E=10 {t} diff"] for t in ("95%", "90%", "85%")] == ["0", "0", "0"]
 
     avg = table1_row(rows, "fedavg")
     # Never reached 95 %: NC, the paper's number beside it, no difference.
     assert (avg["E=50 95% ours"], avg["E=50 95% paper"], avg["E=50 95% diff"]) == ("NC", "76", "NC")
-    assert (avg["E=50 90% ours"], avg["E=50 90% paper"], avg["E=50 90% diff"]) == ("9", "30", "-21")
-    assert (avg["E=50 85% ours"], avg["E=50 85% diff"]) == ("22", "0")
+    assert (avg["E=50 90% ours"], avg["E=50 90% paper"], avg["E=50 90% diff"]) == ("9 (n=1)", "30", "-21")
+    assert (avg["E=50 85% ours"], avg["E=50 85% diff"]) == ("22 (n=1)", "0")
     # A run that was never made: "not run", the paper's number still shown.
     assert (avg["E=10 90% ours"], avg["E=10 90% paper"], avg["E=10 90% diff"]) == ("not run", "51", "")
 
@@ -189,35 +252,79 @@ def test_table1_cells_ours_paper_diff(workdir):
     # The markdown table holds the same cells.
     markdown = (out / "table1.md").read_text()
     assert markdown.startswith("# FedCurv Table 1")
-    assert "| FedCurv, λ = 1.0 | 40 | 38 | 2 | 5 | 9 | -4 |" in markdown
+    assert "| FedCurv, λ = 1 | 40 (n=1) | 38 | 2 | 5 (n=1) | 9 | -4 |" in markdown
     assert "not run" in markdown and "NC" in markdown
     assert "profile: paper" in markdown
+    assert "4 run(s) with 1 seed(s)" in markdown
 
 
-def test_table1_notes_what_the_default_profile_scaled(workdir):
+def test_table1_cells_with_three_seeds_are_mean_sd_n(workdir):
+    write_table1_run(workdir, "fedcurv", 50, [{"0.9": 5, "0.85": 3}, {"0.9": 7, "0.85": 3}, {"0.9": 9, "0.85": 4}])
+    write_table1_run(workdir, "fedavg", 50, [{"0.9": 20}, {}, {"0.9": 30}])
+    _, out = build(workdir)
+    rows = read_csv(out / "table1.csv")
+    curv = table1_row(rows, "fedcurv")
+    assert curv["E=50 90% ours"] == "7.0 ± 2.0 (n=3)"  # 5, 7, 9
+    assert curv["E=50 90% diff"] == "-2.0"  # 7 − 9
+    assert curv["E=50 85% ours"] == "3.3 ± 0.6 (n=3)"
+    assert curv["E=50 95% ours"] == "NC (n=3)"
+    avg = table1_row(rows, "fedavg")
+    # One seed of three never reached 90 %: said so, no difference.
+    assert avg["E=50 90% ours"] == "NC on 1 of 3 (others 25.0 ± 7.1 (n=2))"
+    assert avg["E=50 90% diff"] == "NC"
+    assert "2 run(s) with 3 seed(s)" in (out / "table1.md").read_text()
+
+
+def test_table1_has_no_diff_where_the_setting_is_not_the_papers(workdir):
     scaled = {"local_epochs": {"paper": 50, "used": 5}, "model": {"paper": "cnn_mnist", "used": "mlp_200"}}
     write_table1_run(workdir, "fedcurv", 50, {"0.9": 5}, scaled=scaled)
+    # Not scaled, but another μ than the paper's at E = 10 (1e-5): no difference either.
+    write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.00025}, 10, {"0.9": 40})
     _, out = build(workdir, profile="default")
+    rows = read_csv(out / "table1.csv")
+    curv = table1_row(rows, "fedcurv")
+    assert (curv["E=50 90% ours"], curv["E=50 90% paper"], curv["E=50 90% diff"]) == ("5 (n=1)", "9", NO_DIFF)
+    prox = table1_row(rows, "fedprox")
+    assert (prox["E=10 90% ours"], prox["E=10 90% diff"]) == ("40 (n=1)", NO_DIFF)
     markdown = (out / "table1.md").read_text()
     assert "local_epochs 50 -> 5, model cnn_mnist -> mlp_200" in markdown
     assert "profile: default" in markdown
+    assert f"{NO_DIFF} = our setting differs" in markdown
 
 
-def test_table1_ignores_runs_of_other_papers(workdir):
-    write_run(workdir, "fedcurv_e50_fedcurv", ALGORITHMS["fedcurv"], 50, {"0.9": 5}, paper="importance")
+def test_table1_labels_come_from_the_runs_settings(workdir):
+    write_run(workdir, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 5})
+    write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.003}, 10, {"0.9": 5})
+    write_run(workdir, "fedcurv_e50_fedcurv", {"name": "fedcurv", "lambda": 0.5}, 50, {"0.9": 5})
     _, out = build(workdir)
-    curv = table1_row(read_csv(out / "table1.csv"), "fedcurv")
-    assert curv["E=50 90% ours"] == "not run"
+    labels = [r["algorithm"] for r in read_csv(out / "table1.csv")]
+    assert labels[1] == "FedProx, μ = 0.00025 (E = 50) / μ = 0.003 (E = 10)"
+    # FedCurv's E = 10 run is absent: the paper's λ, marked so.
+    assert labels[0] == "FedCurv, λ = 0.5 (E = 50) / λ = 1 (E = 10, the paper’s: not run)"
+    assert labels[2] == "FedAvg"
 
 
-def test_grid_search_marks_fewest_rounds_to_90(workdir):
-    # E = 10 lambda: 0.1 reaches 90 % in 12, 1.0 in 8 (best), 10 never.
+def test_table1_ignores_runs_of_other_papers_and_of_none(workdir):
+    write_run(workdir, "fedcurv_e50_fedcurv", ALGORITHMS["fedcurv"], 50, {"0.9": 5}, paper="importance")
+    write_run(workdir, "fedcurv_e50_fedavg", ALGORITHMS["fedavg"], 50, {"0.9": 5}, paper=None)
+    _, out = build(workdir)
+    rows = read_csv(out / "table1.csv")
+    assert table1_row(rows, "fedcurv")["E=50 90% ours"] == "not run"
+    assert table1_row(rows, "fedavg")["E=50 90% ours"] == "not run"
+
+
+def test_grid_search_marks_fewest_mean_rounds_to_90(workdir):
+    # E = 10 lambda: 0.1 reaches 90 % in 12, 1.0 in 8 and 10 (best by the mean, 9), 10 never.
     write_run(workdir, "g_l01", {"name": "fedcurv", "lambda": 0.1}, 10, {"0.9": 12})
-    write_run(workdir, "fedcurv_e10_fedcurv", {"name": "fedcurv", "lambda": 1.0}, 10, {"0.9": 8})
+    for seed, rounds in ((0, 8), (1, 10)):
+        write_run(workdir, "fedcurv_e10_fedcurv", {"name": "fedcurv", "lambda": 1.0}, 10, {"0.9": rounds}, seed=seed)
     write_run(workdir, "g_l10", {"name": "fedcurv", "lambda": 10.0}, 10, {})
-    # E = 10 mu: a tie at 7 rounds, broken by the higher final accuracy (mu = 1e-4).
-    write_run(workdir, "g_m1em6", {"name": "fedprox", "mu": 1e-6}, 10, {"0.9": 7}, final_accuracy=0.91)
-    write_run(workdir, "g_m1em4", {"name": "fedprox", "mu": 1e-4}, 10, {"0.9": 7}, final_accuracy=0.93)
+    # E = 10 mu: a tie at 7 rounds, broken by the higher accuracy (mu = 1e-4); 5 rounds on one seed of
+    # three only: not every seed reached 90 %, so it is not the best.
+    write_run(workdir, "g_m1em6", {"name": "fedprox", "mu": 1e-6}, 10, {"0.9": 7}, accuracy=[0.8, 0.91])
+    write_run(workdir, "g_m1em4", {"name": "fedprox", "mu": 1e-4}, 10, {"0.9": 7}, accuracy=[0.8, 0.93])
+    for seed, reached in enumerate(({"0.9": 5}, {}, {})):
+        write_run(workdir, "g_m1em3", {"name": "fedprox", "mu": 1e-3}, 10, reached, seed=seed)
     # E = 50 (the paper's E, trained scaled to 5): neither mu reached 90 % -> no best.
     scaled = {"local_epochs": {"paper": 50, "used": 5}}
     write_run(workdir, "g50_m1", {"name": "fedprox", "mu": 0.00025}, 5, {}, scaled=scaled)
@@ -227,76 +334,107 @@ def test_grid_search_marks_fewest_rounds_to_90(workdir):
     _, out = build(workdir)
     rows = read_csv(out / "grid_search.csv")
     assert [r["run"] for r in rows] == ["g50_m1", "g50_m2", "g_l01", "fedcurv_e10_fedcurv", "g_l10",
-                                        "g_m1em6", "g_m1em4"]
+                                        "g_m1em6", "g_m1em4", "g_m1em3"]
     marks = {r["run"]: r[""] for r in rows}
-    assert marks == {"g50_m1": "", "g50_m2": "", "g_l01": "", "fedcurv_e10_fedcurv": "best", "g_l10": "",
-                     "g_m1em6": "", "g_m1em4": "best"}
+    assert [run for run, mark in marks.items() if mark] == ["fedcurv_e10_fedcurv", "g_m1em4"]
+    assert set(marks.values()) == {"", "best"}
     by_run = {r["run"]: r for r in rows}
     assert by_run["g50_m1"]["E"] == "E=50"
     assert by_run["g_l10"]["rounds to 90%"] == "NC"
+    assert by_run["fedcurv_e10_fedcurv"]["rounds to 90%"] == "9.0 ± 1.4 (n=2)"
+    assert by_run["g_m1em3"]["rounds to 90%"] == "NC on 2 of 3 (others 5 (n=1))"
     assert by_run["g_l01"]["value"] == "lambda = 0.1"
     assert by_run["g_m1em4"]["value"] == "mu = 0.0001"
-    assert by_run["g_m1em4"]["final accuracy"] == "0.9300"
+    assert by_run["g_m1em4"]["accuracy (last 5, %)"] == "86.50 (n=1)"  # (80 + 93) / 2: two rounds only
     assert "fedcurv_e10_fedavg" not in by_run
 
 
+# ---------------------------------------------------------------- FedCurv claims, decided across seeds
+
 def table1_runs(root: Path, rounds_to_90: dict) -> None:
-    """The six Table 1 runs, each reaching 90 % in the given rounds (None: never)."""
+    """The six Table 1 runs, each reaching 90 % in the given rounds (None: never); a list gives one
+    number per seed."""
     for (algorithm, epochs), rounds in rounds_to_90.items():
-        write_table1_run(root, algorithm, epochs, {} if rounds is None else {"0.9": rounds})
+        per_seed = rounds if isinstance(rounds, list) else [rounds]
+        write_table1_run(root, algorithm, epochs, [{} if r is None else {"0.9": r} for r in per_seed])
 
 
-def test_claims_held(workdir):
+def test_claims_with_one_seed_are_all_inconclusive(workdir):
     table1_runs(workdir, {("fedcurv", 50): 5, ("fedavg", 50): 9, ("fedprox", 50): 7,
                           ("fedcurv", 10): 6, ("fedprox", 10): 8, ("fedavg", 10): 7})
     claims, _ = build(workdir)
-    assert claims["fedcurv-e50-90-faster-than-fedavg"].status == "held"
-    assert "fedcurv_e50_fedcurv: 5, fedcurv_e50_fedavg: 9 rounds to 90%" in \
-        claims["fedcurv-e50-90-faster-than-fedavg"].evidence
-    assert claims["fedcurv-e50-90-faster-than-fedavg"].published == "9 vs 30"
-    assert claims["fedprox-e50-90-faster-than-fedavg"].status == "held"
-    assert claims["fedcurv-e10-90-faster-than-fedprox"].status == "held"
-    assert claims["fedcurv-e10-90-faster-than-fedavg"].status == "held"
-    # Gains: 9/5 = 1.80 at E = 50 vs 7/6 = 1.17 at E = 10.
+    assert {c.status for c in claims.values()} == {"inconclusive"}
+    claim = claims["fedcurv-e50-90-faster-than-fedavg"]
+    assert "fedcurv_e50_fedcurv: 5 (n=1), fedcurv_e50_fedavg: 9 (n=1) rounds to 90%" in claim.evidence
+    assert "a single seed cannot separate" in claim.evidence
+    assert claim.seeds == "1 vs 1"
+    assert claim.published == "9 vs 30"
     gain = claims["gain-larger-at-e50"]
-    assert gain.status == "held"
-    assert "gains 1.80x vs 1.17x" in gain.evidence
+    assert "1.80x (n=1)" in gain.evidence and "1.17x (n=1)" in gain.evidence  # 9/5 and 7/6
     assert gain.published == "3.33x vs 1.46x"  # 30/9 and 51/35
 
 
-def test_claims_failed(workdir):
-    table1_runs(workdir, {("fedcurv", 50): 9, ("fedavg", 50): 5, ("fedprox", 50): 5,
-                          ("fedcurv", 10): 4, ("fedprox", 10): 8, ("fedavg", 10): 8})
+def test_claims_held_with_three_separated_seeds(workdir):
+    table1_runs(workdir, {("fedcurv", 50): [5, 6, 5], ("fedavg", 50): [15, 16, 17], ("fedprox", 50): [9, 10, 11],
+                          ("fedcurv", 10): [6, 6, 6], ("fedprox", 10): [12, 12, 12], ("fedavg", 10): [10, 11, 12]})
+    claims, _ = build(workdir)
+    claim = claims["fedcurv-e50-90-faster-than-fedavg"]
+    assert claim.status == "held" and claim.seeds == "3 vs 3"
+    assert "5.3 ± 0.6 (n=3)" in claim.evidence and "Welch p = " in claim.evidence
+    assert claims["fedprox-e50-90-faster-than-fedavg"].status == "held"
+    # Constant on every seed and different: separated.
+    assert claims["fedcurv-e10-90-faster-than-fedprox"].status == "held"
+    assert claims["fedcurv-e10-90-faster-than-fedavg"].status == "held"
+    # Gains per seed: 3.0, 2.67, 3.4 at E = 50 vs 1.67, 1.83, 2.0 at E = 10.
+    gain = claims["gain-larger-at-e50"]
+    assert gain.status == "held" and "seeds paired" in gain.evidence
+
+
+def test_claims_failed_when_the_seeds_separate_the_other_way(workdir):
+    table1_runs(workdir, {("fedcurv", 50): [20, 21, 22], ("fedavg", 50): [5, 6, 7], ("fedprox", 50): [6, 5, 7],
+                          ("fedcurv", 10): [4, 5, 4], ("fedprox", 10): [8, 8, 9], ("fedavg", 10): [8, 9, 8]})
     claims, _ = build(workdir)
     assert claims["fedcurv-e50-90-faster-than-fedavg"].status == "failed"
-    assert claims["fedprox-e50-90-faster-than-fedavg"].status == "failed"  # a tie is not "fewer"
-    assert claims["fedcurv-e10-90-faster-than-fedavg"].status == "held"
-    # Gains: 5/9 = 0.56 at E = 50 vs 8/4 = 2.00 at E = 10.
-    gain = claims["gain-larger-at-e50"]
-    assert gain.status == "failed"
-    assert "gains 0.56x vs 2.00x" in gain.evidence
-
-
-def test_claims_never_reached_counts_as_slowest(workdir):
-    table1_runs(workdir, {("fedcurv", 50): 20, ("fedavg", 50): None, ("fedprox", 50): None,
-                          ("fedcurv", 10): None, ("fedprox", 10): 8, ("fedavg", 10): None})
-    claims, _ = build(workdir)
-    # Only FedCurv reached 90 %: it was faster.
-    assert claims["fedcurv-e50-90-faster-than-fedavg"].status == "held"
-    # Neither reached it: inconclusive.
+    # The same rounds in another order: a tie of means is inconclusive, never failed.
     assert claims["fedprox-e50-90-faster-than-fedavg"].status == "inconclusive"
-    assert "neither reached it" in claims["fedprox-e50-90-faster-than-fedavg"].evidence
+    assert claims["fedcurv-e10-90-faster-than-fedavg"].status == "held"
+    assert claims["gain-larger-at-e50"].status == "failed"  # about 0.29x vs 1.85x
+
+
+def test_claims_with_a_large_spread_are_inconclusive(workdir):
+    # FedCurv is faster by the means (10 vs 14) but the seeds swing over 10+ rounds: not separated.
+    table1_runs(workdir, {("fedcurv", 50): [3, 10, 17], ("fedavg", 50): [8, 14, 20]})
+    claims, _ = build(workdir)
+    claim = claims["fedcurv-e50-90-faster-than-fedavg"]
+    assert claim.status == "inconclusive" and "not < 0.05" in claim.evidence
+
+
+def test_claims_never_reached_by_a_side_on_every_seed(workdir):
+    table1_runs(workdir, {("fedcurv", 50): [20, 22], ("fedavg", 50): [None, None], ("fedprox", 50): [None, None],
+                          ("fedcurv", 10): [None, 9], ("fedprox", 10): [8, 8], ("fedavg", 10): [None, None]})
+    claims, _ = build(workdir)
+    # Every FedCurv seed reached 90 %, no FedAvg seed did: separated, held.
+    assert claims["fedcurv-e50-90-faster-than-fedavg"].status == "held"
+    # No seed of either reached it: inconclusive.
+    claim = claims["fedprox-e50-90-faster-than-fedavg"]
+    assert claim.status == "inconclusive" and "no seed of either side" in claim.evidence
+    # Only some FedCurv seeds reached it: inconclusive, whatever the rival did.
     assert claims["fedcurv-e10-90-faster-than-fedavg"].status == "inconclusive"
-    # Only the rival reached it: failed.
-    assert claims["fedcurv-e10-90-faster-than-fedprox"].status == "failed"
-    # A ratio needs all four counts.
+    assert claims["fedcurv-e10-90-faster-than-fedprox"].status == "inconclusive"
+    # A ratio needs all four counts on every seed.
     assert claims["gain-larger-at-e50"].status == "inconclusive"
 
 
+def test_claims_never_reached_by_the_subject_fails(workdir):
+    table1_runs(workdir, {("fedcurv", 10): [None, None, None], ("fedprox", 10): [30, 35, 40]})
+    claims, _ = build(workdir)
+    assert claims["fedcurv-e10-90-faster-than-fedprox"].status == "failed"
+
+
 def test_claims_95_percent_order(workdir):
-    write_table1_run(workdir, "fedcurv", 50, {"0.95": 30})
-    write_table1_run(workdir, "fedavg", 50, {"0.95": 60})
-    write_table1_run(workdir, "fedprox", 50, {"0.95": 90})
+    write_table1_run(workdir, "fedcurv", 50, [{"0.95": 30}, {"0.95": 31}, {"0.95": 29}])
+    write_table1_run(workdir, "fedavg", 50, [{"0.95": 60}, {"0.95": 62}, {"0.95": 58}])
+    write_table1_run(workdir, "fedprox", 50, [{"0.95": 90}, {"0.95": 85}, {"0.95": 95}])
     claims, _ = build(workdir)
     assert claims["fedcurv-e50-95-faster-than-fedavg"].status == "held"
     # The paper's claim that FedProx reaches 95 % *later* than FedAvg: FedAvg first holds it.
@@ -315,9 +453,11 @@ def test_claims_not_run(workdir):
     assert len(claims) == 7
 
 
+# ---------------------------------------------------------------- figures
+
 def test_figures_are_pngs(workdir):
     write_table1_run(workdir, "fedcurv", 50, {"0.9": 2}, accuracy=[0.7, 0.9, 0.95])
-    write_table1_run(workdir, "fedavg", 50, {}, accuracy=[0.6, 0.7, 0.8])
+    write_table1_run(workdir, "fedavg", 50, {}, accuracy=[0.6, 0.7, 0.8], seeds=3)
     write_table1_run(workdir, "fedprox", 50, {}, status="diverged", accuracy=[0.6])
     write_table1_run(workdir, "fedcurv", 10, {"0.9": 3})
     _, out = build(workdir)
@@ -332,6 +472,27 @@ def test_figures_are_pngs(workdir):
             assert image.format == "PNG" and image.size == (600, 400), name
 
 
+def test_figure_legends_come_from_the_runs_settings(workdir, monkeypatch):
+    drawn = {}
+    monkeypatch.setattr(fedcurv, "plot_curves",
+                        lambda path, title, series, *args, **kwargs: drawn.setdefault(path.name, series))
+    # The E = 10 FedProx run used μ = 1e-5 (not E = 50's 0.00025), with three seeds, one diverged.
+    for seed in range(3):
+        write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 1e-5}, 10, {"0.9": 4}, seed=seed,
+                  status="diverged" if seed == 1 else "ok")
+    write_run(workdir, "fedcurv_e10_fedcurv", {"name": "fedcurv", "lambda": 0.5}, 10, {"0.9": 4})
+    write_run(workdir, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 4})
+    build(workdir)
+    assert [label for label, _ in drawn["figure2.png"]] == ["FedCurv, λ = 0.5", "FedProx, μ = 1e-05"]
+    assert [label for label, _ in drawn["figure1.png"]] == ["FedProx, μ = 0.00025"]
+    from pipeline.report.common import mean_curve, seeds_label
+
+    prox = drawn["figure2.png"][1][1]
+    assert seeds_label(prox) == " (n=3, 1 of 3 diverged)"
+    rounds, mean, low, high = mean_curve(prox)
+    assert rounds == [1, 2, 3] and mean == pytest.approx([0.6, 0.8, 0.9])
+
+
 def test_figures_without_any_run(workdir):
     _, out = build(workdir, keys=[])
     for name in ("figure1.png", "figure2.png"):
@@ -340,19 +501,28 @@ def test_figures_without_any_run(workdir):
 
 # ---------------------------------------------------------------- python -m pipeline.report as a whole
 
-def test_report_main_writes_index_and_claims_ledger(workdir):
-    runs = {key: {"paper": "fedcurv", "partition": "p", "model": "mlp_200",
-                  "algorithm": ALGORITHMS[key.rsplit("_", 1)[1]], "rounds": 3, "client_fraction": 1.0,
-                  "local_epochs": int(key.split("_")[1][1:]), "batch_size": 32, "lr": 0.05}
-            for key in TABLE1_KEYS.values()}
-    params = {"profile": "paper", "datasets": {"mnist": {}},
-              "partitions": {"p": {"dataset": "mnist", "scheme": "iid", "clients": 4, "seed": 0}}, "runs": runs}
-    (workdir / "params.yaml").write_text(yaml.safe_dump(params))
-    (workdir / "grid.yaml").write_text(yaml.safe_dump({"grid": derive_grid(params)}))
-    # E = 50: FedCurv 5 vs FedAvg 9 (held), FedProx 12 vs FedAvg 9 (failed), none reached 95 % (inconclusive);
-    # E = 10: neither FedCurv nor FedAvg reached 90 % (inconclusive); FedProx was never run (not run).
-    table1_runs(workdir, {("fedcurv", 50): 5, ("fedavg", 50): 9, ("fedprox", 50): 12,
-                          ("fedcurv", 10): None, ("fedavg", 10): None})
+def write_grid(root: Path, runs: dict[str, list[int]]) -> None:
+    """grid.yaml as the profile stage writes it: one entry per (run, seed)."""
+    grid_runs = {f"{run}-seed{seed}": {"run": run, "seed": seed, "dataset": "mnist", "partition": "p"}
+                 for run, seeds in runs.items() for seed in seeds}
+    (root / "grid.yaml").write_text(yaml.safe_dump({"grid": {"profile": "paper", "datasets": ["mnist"],
+                                                             "partitions": {"p": {"dataset": "mnist"}},
+                                                             "runs": grid_runs}}))
+
+
+def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
+    # params.yaml's checks belong to pipeline.config; the report only needs the profile from it.
+    monkeypatch.setattr(report_main, "load_checked_params", lambda: {"profile": "paper"})
+    # E = 50: FedCurv separated below FedAvg (held), FedProx separated above it (failed), no seed reached 95 %
+    # (inconclusive); E = 10: FedCurv and FedAvg one seed each (inconclusive); FedProx never run (not run).
+    table1_runs(workdir, {("fedcurv", 50): [5, 6, 5], ("fedavg", 50): [9, 10, 11], ("fedprox", 50): [14, 15, 16],
+                          ("fedcurv", 10): [None], ("fedavg", 10): [7]})
+    write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=0, seeds=[0, 1], seconds=2.0)
+    write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=1, seeds=[0, 1], seconds=3.0,
+              status="diverged", accuracy=[0.6, float("nan")], final_accuracy=0.6)
+    runs = {key: [0, 1, 2] for key in TABLE1_KEYS.values()}
+    runs.update({"fedcurv_e10_fedcurv": [0], "fedcurv_e10_fedavg": [0], "my_idea": [0, 1]})
+    write_grid(workdir, runs)
     report_main.main()
 
     ledger = json.loads((workdir / "reports" / "claims.json").read_text())
@@ -365,17 +535,31 @@ def test_report_main_writes_index_and_claims_ledger(workdir):
         "fedcurv-e10-90-faster-than-fedavg": "inconclusive",
         "gain-larger-at-e50": "inconclusive",
     }
-    # Importance From Agent's claims are all "not run": none of its runs is in this params.yaml.
+    # Importance From Agent's claims are all "not run": none of its runs is in this grid.
     not_run = len(ledger["claims"]["importance"])
     assert set(ledger["claims"]["importance"].values()) == {"not run"} and not_run > 0
     assert (ledger["held"], ledger["failed"], ledger["inconclusive"], ledger["not_run"]) == (1, 1, 4, 1 + not_run)
 
     claims_md = (workdir / "reports" / "claims.md").read_text()
     assert f"Totals: 1 held, 1 failed, 4 inconclusive, {1 + not_run} not run" in claims_md
-    assert "| fedcurv | At E = 50, FedCurv reaches 90 % in fewer rounds than FedAvg | 9 vs 30 | **held** |" in claims_md
+    from pipeline.report.seeds import RULE
+
+    assert claims_md.count("Welch") >= 1 and claims_md.count(RULE) == 1  # the rule, stated once
+    assert ("| fedcurv | At E = 50, FedCurv reaches 90 % in fewer rounds than FedAvg | 9 vs 30 | 3 vs 3 | **held** |"
+            in claims_md)
+    assert "| 1 vs 1 | **inconclusive** |" in claims_md
 
     index = (workdir / "reports" / "README.md").read_text()
     for name in ("table1.md", "grid_search.md", "figure1.png", "figure2.png"):
         assert f"(fedcurv/{name})" in index
-    assert "| fedcurv_e50_fedcurv | ok | 0.9000 | 0.9000 | 3 | 1.5 |" in index
-    assert "fedcurv_e10_fedprox" not in index  # never run: no row
+    assert "| fedcurv_e50_fedcurv | fedcurv | 3 (0, 1, 2) | ok | 0.9000 ± 0.0000 (n=3) |" in index
+    assert "| fedcurv_e10_fedcurv | fedcurv | 1 (0) | ok | 0.9000 (n=1) |" in index
+    # A researcher's own run: no paper, listed like any other; a diverged seed makes its accuracy NC.
+    assert "| my_idea | — | 2 (0, 1) | 1 of 2 diverged | NC (1 of 2 diverged) | NC (1 of 2 diverged) | 2–3 | 5.0 |" \
+        in index
+    assert "0.6000" not in index  # the diverged seed's last accuracy is never shown as its final accuracy
+    assert "fedcurv_e10_fedprox" not in index.split("## Runs")[1]  # never run: no row
+    seeds_part = index.split("## Seeds")[1].split("## Runs")[0]
+    assert "- 3 seeds (0, 1, 2), 3 run(s): fedcurv_e50_fedavg, fedcurv_e50_fedcurv, fedcurv_e50_fedprox" in seeds_part
+    assert "- 2 seeds (0, 1), 1 run(s): my_idea" in seeds_part
+    assert "- 1 seed (0), 2 run(s): fedcurv_e10_fedavg, fedcurv_e10_fedcurv" in seeds_part

@@ -24,26 +24,30 @@ PARAMS = {
                               "seed": 0}},
     "runs": {KEY: {"paper": "fedcurv", "partition": "shards", "model": "mlp_200", "rounds": 150,
                    "client_fraction": 0.5, "local_epochs": 2, "batch_size": 16, "lr": 0.05, "momentum": 0.5,
-                   "seed": 3, "targets": [0.5, 0.8], "checkpoint_every": 2,
+                   "seeds": [3], "targets": [0.5, 0.8], "checkpoint_every": 2,
+                   "probe_rounds": [1, 75, 150], "probe_clients": 3, "forgettable_every": 10,
                    "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"}}},
 }
 
 
 def outputs(root) -> dict[str, bytes]:
-    folder = root / "reports" / "runs" / KEY
+    folder = root / "reports" / "runs" / KEY / "seed3"
     files = [folder / "metrics.json", folder / "settings.json"] + sorted((folder / "plots" / "metrics").glob("*.tsv"))
+    files += sorted((folder / "forgetting").glob("*.json")) + sorted((folder / "forgetting").glob("*.tsv"))
     return {str(path.relative_to(folder)): path.read_bytes() for path in files}
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     repo = tiny_pipeline_repo(tmp_path_factory.mktemp("resume"), PARAMS, train_size=600, test_size=100)
-    repo.run("dvc", "repro", "partition@shards", timeout=300)
+    repo.run("dvc", "repro", "partition@shards", "resolve", timeout=300)
     return repo
 
 
 def train(repo) -> str:
-    return repo.run(sys.executable, "-m", "pipeline.train", KEY, timeout=300)
+    """Resolve the params (as the resolve stage would), then train the run's one seed."""
+    repo.run(sys.executable, "-m", "pipeline.runs")
+    return repo.run(sys.executable, "-m", "pipeline.train", KEY, "--seed", "3", timeout=300)
 
 
 def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
@@ -52,20 +56,20 @@ def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
     train(repo)
     uninterrupted = outputs(root)
     shutil.rmtree(root / ".checkpoints")
-    shutil.rmtree(root / "reports" / "runs" / KEY)
+    shutil.rmtree(root / "reports" / "runs" / KEY / "seed3")
 
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.train", KEY], cwd=root, env=repo.env,
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.train", KEY, "--seed", "3"], cwd=root, env=repo.env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
     checkpoints = []
     while time.time() < deadline and not checkpoints:
         time.sleep(0.05)
-        checkpoints = list((root / ".checkpoints").glob(f"{KEY}-*.pt")) if (root / ".checkpoints").exists() else []
+        checkpoints = list((root / ".checkpoints").glob(f"{KEY}-seed3-*.pt")) if (root / ".checkpoints").exists() else []
     time.sleep(0.3)  # past the first checkpoint, somewhere inside a later round
     assert process.poll() is None, "the run finished before it could be killed; make it longer"
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
-    assert not (root / "reports" / "runs" / KEY / "metrics.json").exists()
+    assert not (root / "reports" / "runs" / KEY / "seed3" / "metrics.json").exists()
 
     log = train(repo)
     assert "resuming after round" in log
@@ -77,15 +81,16 @@ def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
 def test_a_changed_setting_does_not_resume_from_a_stale_checkpoint(repo):
     root = repo.root
     train(repo)  # leaves a checkpoint of the finished run
-    stale = list((root / ".checkpoints").glob(f"{KEY}-*.pt"))
+    stale = list((root / ".checkpoints").glob(f"{KEY}-seed3-*.pt"))
     assert len(stale) == 1
     params = repo.params()
     params["runs"][KEY]["lr"] = 0.02
     params["runs"][KEY]["rounds"] = 4
+    params["runs"][KEY]["probe_rounds"] = [1, 4]
     repo.write_params(params)
     log = train(repo)
     assert "resuming" not in log
-    fresh = list((root / ".checkpoints").glob(f"{KEY}-*.pt"))
+    fresh = list((root / ".checkpoints").glob(f"{KEY}-seed3-*.pt"))
     assert len(fresh) == 1 and fresh != stale  # the stale one is replaced, never reused
     changed = outputs(root)
     shutil.rmtree(root / ".checkpoints")
@@ -95,11 +100,11 @@ def test_a_changed_setting_does_not_resume_from_a_stale_checkpoint(repo):
 
 def test_a_diverging_run_is_recorded_as_diverged_and_the_stage_succeeds(repo):
     params = repo.params()
-    params["runs"][KEY].update({"lr": 1.0e6, "rounds": 6})
+    params["runs"][KEY].update({"lr": 1.0e6, "rounds": 6, "probe_rounds": []})
     repo.write_params(params)
     log = train(repo)  # exit code 0 is asserted by Repo.run
     import json
-    metrics = json.loads((repo.root / "reports" / "runs" / KEY / "metrics.json").read_text())
+    metrics = json.loads((repo.root / "reports" / "runs" / KEY / "seed3" / "metrics.json").read_text())
     assert metrics["status"] == "diverged" and metrics["diverged"] == 1
     assert metrics["rounds_completed"] < 6
     assert "diverged" in log

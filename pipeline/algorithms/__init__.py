@@ -2,21 +2,39 @@
 
     HYPERPARAMS                      defaults of the algorithm's own keys under runs.<key>.algorithm
     check(path, hp) -> [problems]    validation of those keys (one line each)
-    init_state(global_params, num_clients, hp) -> server state (a dict; "params" is the global model)
+    init_state(global_params, num_clients, hp) -> server state (a dict; "params" is the global model;
+                                     the engine adds "buffers" (BatchNorm statistics) and "clients")
     shared_context(state, hp)        what the server sends every client alike (tensors)
-    client_context(state, client, hp)   what it sends one client (tensors; stacked over the cohort)
+    client_context(state, client, hp)   what it sends one client (tensors; stacked over the cohort);
+                                     state["clients"][client] is what `remember` kept of its last upload
     penalty(params, shared, ctx, hp) -> scalar added to the local data loss (0 for FedAvg)
     penalty_affine(shared, ctx, hp)  (optional) the penalty's gradient in closed form, as scale·θ − offset
                                      per name (None: no term); the engine adds it to the data gradient
                                      or folds it into a fused SGD step. Without it, vmap differentiates
                                      `penalty` at every step (slower, same numbers)
-    client_upload(params, fisher, hp, shared, path_score)   what a client sends back after training
-    upload_needs_fisher(hp) -> bool  whether the engine must compute the client's Fisher diagonal
-    needs_path_score(hp) -> bool     whether the engine must accumulate RWalk's path score (PathScore)
+    client_upload(local, hp)         what a client sends back, from its whole pipeline.rounds.LocalResult:
+                                     start and end parameters, BatchNorm buffers, local steps taken, its
+                                     contexts, what its tracker observed, the model and its data
+                                     (FedCurv and Importance compute their Fisher from it here)
     sent_down(hp), sent_up(hp)       the state / upload entries that travel (bytes; divergence check)
-    aggregate(state, uploads, weights, hp) -> new server state
+    aggregate(state, uploads, weights, hp) -> new server state (state["clients"] already holds
+                                     this round's `remember`ed uploads)
 
-The engine (pipeline/engine.py) owns sampling, local SGD, evaluation and checkpoints.
+Optional hooks, looked up with hasattr / getattr:
+
+    local_tracker(hp) -> factory or None   an object observing every local step (update(grads, steps,
+                                     active)) and giving client_result(c) to LocalResult.tracked
+                                     (RWalk's PathScore, pipeline/algorithms/path_score.py)
+    remember(upload, hp) -> dict     what the server keeps per client until that client's next upload
+                                     (the one per-client store: FedCurv's F_k, F_k·θ_k; SCAFFOLD's c_k)
+    after_aggregate(state, view, hp) -> state   runs after aggregation with a pipeline.rounds.RoundView,
+                                     which evaluates the cohort's local models and the new global model
+                                     on client data (forgettable examples, cached and shared with the
+                                     forgetting probes, so they are never computed twice)
+
+The loss (cross-entropy or TCE) and the client optimiser (SGD or Adam) are run settings, not algorithm
+code: pipeline/losses.py and pipeline/optimizers.py. The round loop lives in pipeline/rounds.py, local
+training in pipeline/cohort.py.
 """
 from __future__ import annotations
 

@@ -10,10 +10,5 @@ def weighted_sum(uploads: list[dict], weights: list[float], key: str) -> dict:
     return {name: sum(w * up[key][name] for up, w in zip(uploads, weights)) for name in names}
 
 
-def sample_weights(sizes: list[int]) -> list[float]:
-    total = float(sum(sizes))
-    return [size / total for size in sizes]
-
-
 def zeros_like(params: dict) -> dict:
     return {name: torch.zeros_like(value) for name, value in params.items()}

@@ -43,15 +43,11 @@ def penalty_affine(shared, ctx, hp):
     return None
 
 
-def upload_needs_fisher(hp):
-    return False
+def client_upload(local, hp):
+    return {"params": local.params}
 
 
-def needs_path_score(hp):
-    return False
-
-
-def client_upload(params, fisher, hp, shared=None, path_score=None):
+def upload_from(params, fisher, hp, shared=None):
     return {"params": params}
 
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 import torch
 
 from pipeline.algorithms.common import weighted_sum, zeros_like
-from pipeline.config import check_choice, check_int, check_nonnegative
+from pipeline.fisher import client_fisher
+from pipeline.checks import check_choice, check_int, check_nonnegative
 
 NAME = "fedcurv"
 HYPERPARAMS = {"lambda": 1.0, "fisher_samples": None, "fisher_labels": "true", "sums_over": "latest"}
@@ -52,13 +53,10 @@ def sent_up(hp):
 
 def init_state(global_params, num_clients, hp):
     zero = zeros_like(global_params)
-    return {
-        "params": global_params,
-        "u": zero, "v": dict(zero), "w_total": torch.zeros(()),
-        # Each client's own last upload (F_k, F_k·θ_k, F_k·θ_k²): in deployment the client keeps it;
-        # the simulation keeps it here. Clients that never uploaded have zeros.
-        "last": {},
-    }
+    # Each client's own last upload (F_k, F_k·θ_k, F_k·θ_k²) is kept in the engine's per-client store
+    # (state["clients"], see `remember`): in deployment the client keeps it. "summed" lists the clients
+    # whose uploads are in u and v.
+    return {"params": global_params, "u": zero, "v": dict(zero), "w_total": torch.zeros(()), "summed": []}
 
 
 def shared_context(state, hp):
@@ -69,7 +67,7 @@ def client_context(state, client, hp):
     """The sums with the client's own last upload taken out: u − F_k, v − F_k·θ_k and the constant.
 
     Subtracted once per round here rather than at every local step."""
-    own = state["last"].get(client)
+    own = state["clients"].get(client) if client in state["summed"] else None
     if own is None:
         return {"fisher_others": state["u"], "anchor_others": state["v"], "constant": state["w_total"]}
     return {
@@ -98,29 +96,34 @@ def penalty_affine(shared, ctx, hp):
             {n: 2.0 * hp["lambda"] * a for n, a in ctx["anchor_others"].items()})
 
 
-def upload_needs_fisher(hp):
-    return True
+def client_upload(local, hp):
+    return upload_from(local.params, client_fisher(local, hp), hp)
 
 
-def needs_path_score(hp):
-    return False
-
-
-def client_upload(params, fisher, hp, shared=None, path_score=None):
+def upload_from(params, fisher, hp, shared=None):
+    """θ_k, F_k, F_k·θ_k and Σ F_k·θ_k² from a client's parameters and Fisher."""
     fisher_params = {name: fisher[name] * params[name] for name in params}
     return {"params": params, "fisher": fisher, "fisher_params": fisher_params,
             "fisher_params2": sum((fisher_params[n] * params[n]).sum() for n in params)}
 
 
+def remember(upload, hp):
+    """What the server keeps of a client's upload until its next one."""
+    return {key: upload[key] for key in ("fisher", "fisher_params", "fisher_params2")}
+
+
 def aggregate(state, uploads, weights, hp):
-    """θ ← weighted mean of the cohort; u, v and Σ F·θ² ← sums over the uploads `sums_over` says."""
-    last = dict(state["last"]) if hp["sums_over"] == "latest" else {}
-    for up in uploads:
-        last[up["client"]] = {key: up[key] for key in ("fisher", "fisher_params", "fisher_params2")}
-    kept = list(last.values())
+    """θ ← weighted mean of the cohort; u, v and Σ F·θ² ← sums over the uploads `sums_over` says: every
+    client's latest (the per-client store, this round's uploads already in it) or this round's only."""
+    if hp["sums_over"] == "latest":
+        summed = sorted(state["clients"])
+        kept = [state["clients"][client] for client in summed]
+    else:
+        summed = [up["client"] for up in uploads]
+        kept = [remember(up, hp) for up in uploads]
     ones = [1.0] * len(kept)
     u = weighted_sum(kept, ones, "fisher")
     v = weighted_sum(kept, ones, "fisher_params")
     w_total = sum(entry["fisher_params2"] for entry in kept)
     return {"params": weighted_sum(uploads, weights, "params"), "u": u, "v": v, "w_total": w_total,
-            "last": last}
+            "summed": summed}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pipeline.algorithms import fedavg
-from pipeline.config import check_nonnegative
+from pipeline.checks import check_nonnegative
 
 NAME = "fedprox"
 HYPERPARAMS = {"mu": 0.01}
@@ -11,9 +11,8 @@ sent_up = fedavg.sent_up
 
 init_state = fedavg.init_state
 client_context = fedavg.client_context
-upload_needs_fisher = fedavg.upload_needs_fisher
-needs_path_score = fedavg.needs_path_score
 client_upload = fedavg.client_upload
+upload_from = fedavg.upload_from
 aggregate = fedavg.aggregate
 
 

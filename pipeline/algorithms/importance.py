@@ -36,7 +36,7 @@ The ablations of the paper's Table 3 are settings of this one module:
 
 `importance: rwalk` replaces the Fisher with RWalk's importance (Chaudhry et al. 2018), which combines
 the Fisher with the path-integral score the engine accumulates along the client's local trajectory
-(pipeline.engine `PathScore`). The score is in other units than the Fisher (its size depends on the learning rate and
+(pipeline.algorithms.path_score). The score is in other units than the Fisher (its size depends on the learning rate and
 the number of steps), so each layer's score is rescaled to that layer's total Fisher, and the RWalk
 importance is the mean of the two: it has the Fisher's mass layer by layer, so λ keeps its meaning
 across Table 4 (only how the importance is spread over a layer's elements differs).
@@ -46,7 +46,9 @@ from __future__ import annotations
 import torch
 
 from pipeline.algorithms.common import weighted_sum
-from pipeline.config import check_choice, check_fraction, check_int, check_nonnegative, check_positive
+from pipeline.algorithms.path_score import PathScore
+from pipeline.fisher import client_fisher
+from pipeline.checks import check_choice, check_fraction, check_int, check_nonnegative, check_positive
 
 NAME = "importance"
 HYPERPARAMS = {
@@ -129,15 +131,22 @@ def penalty_weight(shared, hp):
     return None
 
 
-def upload_needs_fisher(hp):
-    return uses_importance(hp)
+def local_tracker(hp):
+    """RWalk observes each client's local trajectory (its path score); the Fisher variant observes nothing."""
+    if uses_importance(hp) and hp["importance"] == "rwalk":
+        return lambda: PathScore(hp["rwalk_decay"], hp["rwalk_epsilon"])
+    return None
 
 
-def needs_path_score(hp):
-    return uses_importance(hp) and hp["importance"] == "rwalk"
+def client_upload(local, hp):
+    if not uses_importance(hp):
+        return {"params": local.params}
+    path_score = local.tracked["path_score"] if local.tracked else None
+    return upload_from(local.params, client_fisher(local, hp), hp, local.shared, path_score)
 
 
-def client_upload(params, fisher, hp, shared=None, path_score=None):
+def upload_from(params, fisher, hp, shared=None, path_score=None):
+    """θ_k and the smoothed importance (eq. 4) from a client's parameters, Fisher and path score."""
     if not uses_importance(hp):
         return {"params": params}
     importance = rwalk_importance(fisher, path_score) if hp["importance"] == "rwalk" else fisher

@@ -1,7 +1,6 @@
 """python -m pipeline.report: rebuild every paper's report from reports/runs/ and write the index."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import yaml
@@ -10,7 +9,8 @@ from pipeline.config import GRID_FILE, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.report import fedcurv, importance
-from pipeline.report.common import RUNS_DIR, fmt, load_results
+from pipeline.report.common import NC, SeededRun, accuracy_cell, fmt, load_results
+from pipeline.report.seeds import K_LAST, RULE
 
 REPORTS_DIR = Path("reports")
 PUBLISHED = Path(__file__).with_name("published.yaml")
@@ -21,32 +21,79 @@ PAPERS = [("fedcurv", fedcurv, "Shoham et al. 2019, Overcoming Forgetting in Fed
 
 def claims_markdown(claims: list, profile: str) -> str:
     lines = ["# Claims ledger", "", f"Profile: **{profile}**. Each claim a paper makes, checked on our numbers: "
-             "held, failed, inconclusive (our runs cannot decide it, e.g. neither run reached the target) "
-             "or not run (with why).", "",
-             "| paper | claim | published | status | our numbers |", "|---|---|---|---|---|"]
-    lines += [f"| {c.paper} | {c.text} | {c.published} | **{c.status}** | {c.evidence} |" for c in claims]
+             "held, failed, inconclusive (our seeds do not separate the two sides) or not run (with why).", "",
+             "## The rule", "", RULE, "",
+             "| paper | claim | published | seeds (n) | status | our numbers |", "|---|---|---|---|---|---|"]
+    lines += [f"| {c.paper} | {c.text} | {c.published} | {c.seeds} | **{c.status}** | {c.evidence} |" for c in claims]
     counts = {s: sum(c.status == s for c in claims) for s in ("held", "failed", "inconclusive", "not run")}
     lines += ["", "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
     return "\n".join(lines) + "\n"
 
 
-def index_markdown(profile: str, results: dict, built: list[tuple[str, str, Path]]) -> str:
+def seeds_cell(run: SeededRun) -> str:
+    text = f"{run.n} ({', '.join(map(str, run.seeds))})"
+    if run.missing_seeds:
+        text = (f"{run.n} of {len(run.listed_seeds)} ({', '.join(map(str, run.seeds))}; no results yet for "
+                f"{', '.join(map(str, run.missing_seeds))})")
+    return text
+
+
+def status_cell(run: SeededRun) -> str:
+    if not run.diverged_count:
+        return "ok"
+    return "diverged" if run.n == 1 else f"{run.diverged_count} of {run.n} diverged"
+
+
+def rounds_completed(run: SeededRun) -> str:
+    counts = sorted({r.summary.get("rounds_completed") for r in run.results}, key=lambda c: (c is None, c or 0))
+    return "–".join(str(c) for c in (counts if len(counts) == 1 else (counts[0], counts[-1])))
+
+
+def seconds_total(run: SeededRun):
+    seconds = [r.seconds for r in run.results]
+    return None if any(s is None for s in seconds) else sum(seconds)
+
+
+def seeds_section(results: dict[str, SeededRun]) -> list[str]:
+    """Which runs have how many seeds (and which listed seeds have no results yet)."""
+    groups: dict[tuple, list[str]] = {}
+    for key, run in sorted(results.items()):
+        groups.setdefault(tuple(run.seeds), []).append(key)
+    lines = ["## Seeds", "", "Claims need at least 2 seeds a side to be decided (claims.md states the rule); "
+             "a run with one seed leaves every claim on it inconclusive.", ""]
+    for seeds, keys in sorted(groups.items(), key=lambda item: (-len(item[0]), item[0])):
+        lines.append(f"- {len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))}), "
+                     f"{len(keys)} run(s): {', '.join(keys)}")
+    missing = [f"{key} (seed {', '.join(map(str, run.missing_seeds))})" for key, run in sorted(results.items())
+               if run.missing_seeds]
+    if missing:
+        lines.append(f"- listed but without results yet: {', '.join(missing)}")
+    return lines + [""]
+
+
+def index_markdown(profile: str, results: dict[str, SeededRun], built: list[tuple[str, str, Path]]) -> str:
     lines = ["# Reports", "", f"Built by `dvc repro` from the **{profile}** profile "
              f"({'the papers’ published settings' if profile == 'paper' else 'scaled to a laptop CPU; each table says what was scaled'}).",
-             "", "- [claims.md](claims.md): every claim of every paper, held / failed / inconclusive / not run", ""]
+             "", "- [claims.md](claims.md): every claim of every paper, held / failed / inconclusive / not run, "
+             "decided across seeds by one rule", ""]
     for name, title, folder in built:
         lines.append(f"## {title}")
         for path in sorted(folder.iterdir()):
             if path.suffix in (".md", ".png"):
                 lines.append(f"- [{path.name}]({name}/{path.name})")
         lines.append("")
-    lines += ["## Runs", "", "| run | status | final accuracy | best accuracy | rounds | seconds |", "|---|---|---|---|---|---|"]
-    for key, result in sorted(results.items()):
-        timing = RUNS_DIR / key / "timing.json"
-        seconds = json.loads(timing.read_text())["seconds_total"] if timing.is_file() else None
-        lines.append(f"| {key} | {result.summary.get('status')} | {fmt(result.summary.get('final_accuracy'), 4)} | "
-                     f"{fmt(result.summary.get('best_accuracy'), 4)} | {result.summary.get('rounds_completed')} | "
-                     f"{fmt(seconds, 1)} |")
+    lines += seeds_section(results)
+    lines += ["## Runs", "",
+              f"Accuracies as fractions, mean ± sd over the run's seeds; final = after the last round, last {K_LAST} = "
+              f"each seed's mean over its last {K_LAST} evaluated rounds; {NC} (k of n diverged) when any seed "
+              "diverged. Seconds: all seeds together. Runs of no paper (a researcher's own) are listed like any other.",
+              "", f"| run | paper | seeds | status | final accuracy | last {K_LAST} accuracy | rounds | seconds |",
+              "|---|---|---|---|---|---|---|---|"]
+    for key, run in sorted(results.items()):
+        lines.append(f"| {key} | {run.paper or '—'} | {seeds_cell(run)} | {status_cell(run)} | "
+                     f"{accuracy_cell(run.final_accuracies(), 4)} | "
+                     f"{accuracy_cell(run.accuracy_means(percent=False), 4)} | {rounds_completed(run)} | "
+                     f"{fmt(seconds_total(run), 1)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -55,7 +102,7 @@ def main() -> None:
     params = load_checked_params()
     profile = params["profile"]
     grid = read_yaml(GRID_FILE)["grid"]
-    results = load_results(sorted(grid["runs"]))
+    results = load_results(grid["runs"])
     published = yaml.safe_load(PUBLISHED.read_text())
     claims, built = [], []
     for name, module, title in PAPERS:

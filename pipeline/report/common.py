@@ -1,36 +1,56 @@
-"""What every paper's report needs: the runs' results, tables with published numbers beside ours,
-and claims evaluated on our numbers."""
+"""What every paper's report needs: the runs' results over their seeds, tables with published numbers
+beside ours, figures, and claims decided on our numbers by the one rule of seeds.py.
+
+Layout read (written by the train stage): reports/runs/<run>/seed<s>/ holds metrics.json,
+settings.json (with "seed" and "seeds", every seed the run lists), timing.json and
+plots/metrics/<name>.tsv. A run trained before seeds existed (reports/runs/<run>/metrics.json directly)
+is read as its one seed.
+"""
 from __future__ import annotations
 
 import csv
 import io
 import json
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.io import atomic_path, write_text
+from pipeline.report.seeds import K_LAST, Comparison, compare, has_value, last_k_mean, mean_sd
 
 RUNS_DIR = Path("reports/runs")
 NC = "NC"  # never reached the target (or diverged), as the papers write it
+NOT_RUN = "not run"
+NO_DIFF = "—"  # our setting is not the paper's: no difference is computed
+SEED_FOLDER = re.compile(r"^seed(\d+)$")
 
+
+# ---------------------------------------------------------------- one seed of one run
 
 @dataclass
 class RunResult:
-    key: str
+    """One seed of one run: what the train stage writes to reports/runs/<run>/seed<s>/."""
+    key: str  # the run
+    seed: int
     settings: dict
     summary: dict
     rounds: list[int]
     accuracy: list[float]
+    timing: dict = field(default_factory=dict)
 
     @property
     def diverged(self) -> bool:
         return self.summary.get("status") == "diverged"
 
+    @property
+    def seconds(self) -> float | None:
+        return self.timing.get("seconds_total")
+
     def rounds_to(self, target: float):
         """Rounds to reach `target`, or None (shown as NC) if the run never reached it. Taken from the
         run's summary when the run tracked that target, else from its accuracy curve."""
-        from pipeline.engine import rounds_to_accuracy
+        from pipeline.metrics import rounds_to_accuracy
 
         if any(abs(t - target) < 1e-12 for t in self.settings.get("targets", [])):
             return self.summary.get("rounds_to_accuracy", {}).get(f"{target:g}")
@@ -38,8 +58,111 @@ class RunResult:
 
     def paper_value(self, key: str):
         """A setting as the paper has it (before the default profile scaled it)."""
-        scaled = self.settings.get("scaled", {})
+        scaled = self.settings.get("scaled") or {}
         return scaled[key]["paper"] if key in scaled else self.settings.get(key)
+
+    def curve_until(self, at: int | None) -> list[float] | None:
+        """The accuracy curve up to and including round `at` (None: all of it); None if the seed never
+        evaluated round `at`."""
+        if at is None:
+            return list(self.accuracy)
+        if at not in self.rounds:
+            return None
+        return list(self.accuracy[:self.rounds.index(at) + 1])
+
+    def accuracy_mean(self, at: int | None = None, k: int = K_LAST) -> float | None:
+        """Mean test accuracy (fraction) over the last `k` evaluated rounds up to round `at` (None: the
+        seed's last round); None if the seed diverged or never got to round `at`."""
+        curve = None if self.diverged else self.curve_until(at)
+        return last_k_mean(curve, k) if curve else None
+
+
+# ---------------------------------------------------------------- a run over its seeds
+
+@dataclass
+class SeededRun:
+    """A run over the seeds that have results: per-seed values for tables and claims."""
+    run: str
+    results: list[RunResult]  # sorted by seed
+
+    @property
+    def key(self) -> str:
+        return self.run
+
+    @property
+    def seeds(self) -> list[int]:
+        return [r.seed for r in self.results]
+
+    @property
+    def n(self) -> int:
+        return len(self.results)
+
+    @property
+    def settings(self) -> dict:
+        return self.results[0].settings
+
+    @property
+    def paper(self) -> str | None:
+        return self.settings.get("paper") or None
+
+    @property
+    def scaled(self) -> dict:
+        return self.settings.get("scaled") or {}
+
+    @property
+    def listed_seeds(self) -> list[int]:
+        """Every seed the run lists (settings "seeds"); those without results are missing_seeds."""
+        listed = set(self.seeds)
+        for result in self.results:
+            listed |= {int(s) for s in result.settings.get("seeds") or []}
+        return sorted(listed)
+
+    @property
+    def missing_seeds(self) -> list[int]:
+        return [s for s in self.listed_seeds if s not in self.seeds]
+
+    @property
+    def diverged_count(self) -> int:
+        return sum(r.diverged for r in self.results)
+
+    @property
+    def diverged(self) -> bool:
+        """Any seed diverged (a table then shows NC)."""
+        return self.diverged_count > 0
+
+    @property
+    def last_round(self) -> int | None:
+        """The furthest round any seed evaluated."""
+        lasts = [r.rounds[-1] for r in self.results if r.rounds]
+        return max(lasts) if lasts else None
+
+    def paper_value(self, key: str):
+        return self.results[0].paper_value(key)
+
+    def rounds_to(self, target: float, diverged_as_nc: bool = False) -> list[int | None]:
+        """Per seed: rounds to `target` (None: never reached; with diverged_as_nc, also a diverged seed)."""
+        return [None if diverged_as_nc and r.diverged else r.rounds_to(target) for r in self.results]
+
+    def accuracy_means(self, at: int | None = None, k: int = K_LAST, percent: bool = True) -> list[float | None]:
+        """Per seed: the mean accuracy over its last `k` evaluated rounds up to `at` (k = 1: the accuracy
+        after that round); None for a diverged seed or one that never got to round `at`."""
+        scale = 100.0 if percent else 1.0
+        return [None if (v := r.accuracy_mean(at, k)) is None else scale * v for r in self.results]
+
+    def final_accuracies(self) -> list[float | None]:
+        """Per seed: the summary's final accuracy (fraction); None for a diverged seed."""
+        return [None if r.diverged else r.summary.get("final_accuracy") for r in self.results]
+
+    def matches_paper(self, algorithm: dict | None = None) -> bool:
+        """The run's settings are the paper's: nothing scaled, and the algorithm's hyperparameters named
+        in `algorithm` (e.g. {"mu": 1e-5}) are the paper's values."""
+        if self.scaled:
+            return False
+        ours = self.settings.get("algorithm") or {}
+        for name, value in (algorithm or {}).items():
+            if not isinstance(ours.get(name), (int, float)) or not math.isclose(ours[name], value, rel_tol=1e-9):
+                return False
+        return True
 
 
 def read_tsv_column(path: Path, column: str) -> tuple[list[int], list[float]]:
@@ -50,18 +173,59 @@ def read_tsv_column(path: Path, column: str) -> tuple[list[int], list[float]]:
     return [int(r["step"]) for r in rows], [float(r[column]) for r in rows]
 
 
-def load_results(keys: list[str], runs_dir: Path = RUNS_DIR) -> dict[str, RunResult]:
-    """Results of the runs that exist among `keys` (runs outside the active profile are absent)."""
-    results = {}
-    for key in keys:
-        folder = runs_dir / key
-        if not (folder / "metrics.json").is_file():
-            continue
-        rounds, accuracy = read_tsv_column(folder / "plots" / "metrics" / "test_accuracy.tsv", "test_accuracy")
-        results[key] = RunResult(key, json.loads((folder / "settings.json").read_text()),
-                                 json.loads((folder / "metrics.json").read_text()), rounds, accuracy)
-    return results
+def read_seed(folder: Path, run: str, seed: int | None = None) -> RunResult | None:
+    """One seed's results from `folder` (None if it has no metrics.json yet)."""
+    if not (folder / "metrics.json").is_file():
+        return None
+    settings = json.loads((folder / "settings.json").read_text())
+    rounds, accuracy = read_tsv_column(folder / "plots" / "metrics" / "test_accuracy.tsv", "test_accuracy")
+    timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
+    seed = seed if seed is not None else int(settings.get("seed", 0))
+    return RunResult(run, seed, settings, json.loads((folder / "metrics.json").read_text()), rounds, accuracy,
+                     timing)
 
+
+def seeds_on_disk(run: str, runs_dir: Path) -> list[int]:
+    folder = runs_dir / run
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in folder.iterdir() if p.is_dir() and (m := SEED_FOLDER.match(p.name)))
+
+
+def load_results(runs, runs_dir: Path = RUNS_DIR) -> dict[str, SeededRun]:
+    """The results of the runs that exist, grouped by run: {run: SeededRun}.
+
+    `runs` is grid.yaml's `grid.runs` (`<run>-seed<s>` -> {run, seed, ...}: exactly those seeds) or an
+    iterable of run names (every seed<s>/ folder found). A grid entry without "run" is a run name.
+    A run with no seed folder but a metrics.json of its own (trained before seeds) is read as one seed.
+    Runs or seeds without results (not trained yet, outside the active profile) are absent.
+    """
+    wanted: dict[str, list[int] | None] = {}  # run -> its seeds (None: whatever is on disk)
+    if isinstance(runs, dict):
+        for key, entry in runs.items():
+            entry = entry or {}
+            if "run" in entry and entry.get("seed") is not None:
+                seeds = wanted.setdefault(entry["run"], [])
+                if seeds is not None:
+                    seeds.append(int(entry["seed"]))
+            else:
+                wanted[entry.get("run", key)] = None
+    else:
+        for run in runs:
+            wanted[run] = None
+    found = {}
+    for run, seeds in wanted.items():
+        seeds = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
+        results = [r for s in seeds if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
+        if not results and not seeds_on_disk(run, runs_dir):
+            legacy = read_seed(runs_dir / run, run)
+            results = [legacy] if legacy is not None else []
+        if results:
+            found[run] = SeededRun(run, sorted(results, key=lambda r: r.seed))
+    return found
+
+
+# ---------------------------------------------------------------- cells
 
 def fmt(value, digits: int = 0) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -71,10 +235,55 @@ def fmt(value, digits: int = 0) -> str:
     return f"{value:.{digits}f}" if digits else f"{value:g}"
 
 
-def difference(ours, paper):
-    if ours is None or paper is None:
-        return None
-    return ours - paper
+def fmt_stat(values: list, digits: int = 2) -> str:
+    """mean ± sd (n=...) of per-seed values that all exist; one seed: value (n=1)."""
+    mean, sd, n = mean_sd(values)
+    if n == 0:
+        return NC
+    if digits == 0 and n == 1:
+        text = f"{mean:g}"
+    else:
+        places = digits if digits else 1
+        text = f"{mean:.{places}f}" + (f" ± {sd:.{places}f}" if sd is not None else "")
+    return f"{text} (n={n})"
+
+
+def accuracy_cell(values: list, digits: int = 2) -> str:
+    """Per-seed accuracies: mean ± sd (n); NC when any seed diverged (with how many)."""
+    if not values:
+        return NOT_RUN
+    missing = sum(not has_value(v) for v in values)
+    if missing == len(values):
+        return NC if len(values) == 1 else f"{NC} ({missing} of {len(values)} diverged)"
+    if missing:
+        return f"{NC} ({missing} of {len(values)} diverged)"
+    return fmt_stat(values, digits)
+
+
+def rounds_cell(values: list) -> str:
+    """Per-seed rounds to a target: mean ± sd (n); NC when no seed reached it; when only some did,
+    how many did not and the others' mean."""
+    if not values:
+        return NOT_RUN
+    missing = sum(not has_value(v) for v in values)
+    if missing == len(values):
+        return NC if len(values) == 1 else f"{NC} (n={len(values)})"
+    if missing:
+        return f"{NC} on {missing} of {len(values)} (others {fmt_stat(values, 0)})"
+    return fmt_stat(values, 0)
+
+
+def diff_cell(values: list, paper, matches: bool, digits: int = 2) -> str:
+    """mean of ours − paper, only where our setting is the paper's (else NO_DIFF); NC if a seed has no value."""
+    if not matches:
+        return NO_DIFF
+    if paper is None or not values or not all(has_value(v) for v in values):
+        return NC if paper is not None and values else ""
+    mean, _, n = mean_sd(values)
+    difference = mean - paper
+    if digits == 0:
+        return f"{difference:g}" if n == 1 else f"{difference:.1f}"
+    return f"{difference:.{digits}f}"
 
 
 def write_table(out_dir: Path, name: str, title: str, header: list[str], rows: list[list], notes: list[str]) -> None:
@@ -91,6 +300,35 @@ def write_table(out_dir: Path, name: str, title: str, header: list[str], rows: l
     write_text(out_dir / f"{name}.csv", buffer.getvalue())
 
 
+def seeds_note(results: dict[str, SeededRun]) -> str:
+    """How many seeds the table's runs have (n in every cell)."""
+    counts: dict[int, int] = {}
+    for run in results.values():
+        counts[run.n] = counts.get(run.n, 0) + 1
+    spread = ", ".join(f"{runs} run(s) with {n} seed(s)" for n, runs in sorted(counts.items())) or "no runs"
+    return (f"ours = mean ± sd over a run's seeds (sample sd; n = seeds, no sd with one seed): {spread}; "
+            "claims are decided across seeds in claims.md")
+
+
+def accuracy_note() -> str:
+    return (f"accuracy = each seed's mean over its last k = {K_LAST} evaluated rounds (up to the column's round), "
+            "then mean ± sd over seeds; 'last round' = the accuracy after that round alone, mean ± sd over seeds "
+            "(the non-IID curves swing by 10+ points between rounds)")
+
+
+def scaled_note(results: dict[str, SeededRun]) -> list[str]:
+    """One line per distinct scaling, naming the keys the default profile changed and their values."""
+    seen = {}
+    for result in results.values():
+        scaled = result.scaled
+        if scaled:
+            text = ", ".join(f"{k} {v['paper']} -> {v['used']}" for k, v in sorted(scaled.items()))
+            seen.setdefault(text, []).append(result.key)
+    return [f"scaled (default profile) for {len(keys)} run(s): {text}" for text, keys in seen.items()]
+
+
+# ---------------------------------------------------------------- claims
+
 @dataclass
 class Claim:
     paper: str
@@ -99,60 +337,105 @@ class Claim:
     status: str  # held | failed | inconclusive | not run
     evidence: str
     published: str = ""
+    seeds: str = ""  # the n of each side, e.g. "3 vs 3"
 
     def as_dict(self) -> dict:
         return {"paper": self.paper, "id": self.id, "claim": self.text, "status": self.status,
-                "evidence": self.evidence, "published": self.published}
+                "evidence": self.evidence, "published": self.published, "seeds": self.seeds}
 
 
-def fewer_rounds_claim(paper, claim_id, text, published, results, first, second, target, strictly=True) -> Claim:
-    """Claim: run `first` reaches `target` in fewer rounds than run `second` (NC counts as never)."""
-    missing = [k for k in (first, second) if k not in results]
+def not_run_claim(paper: str, claim_id: str, text: str, published: str, results: dict, keys) -> Claim | None:
+    """A "not run" claim naming the runs absent from `results`, or None when all are there."""
+    missing = [k for k in keys if k not in results]
     if missing:
-        return Claim(paper, claim_id, text, "not run", f"runs not in this profile: {', '.join(missing)}", published)
-    a, b = results[first].rounds_to(target), results[second].rounds_to(target)
-    evidence = f"{first}: {fmt(a)}, {second}: {fmt(b)} rounds to {target:.0%}"
-    if a is None and b is None:
-        return Claim(paper, claim_id, text, "inconclusive", evidence + " (neither reached it)", published)
-    if strictly:
-        held = b is None or (a is not None and a < b)
-    else:
-        held = b is None or (a is not None and a <= b)
-    return Claim(paper, claim_id, text, "held" if held else "failed", evidence, published)
+        return Claim(paper, claim_id, text, NOT_RUN, f"runs not in this profile: {', '.join(missing)}", published)
+    return None
 
 
-def plot_curves(path: Path, title: str, series: list[tuple[str, RunResult]], targets: list[float],
+def comparison_claim(paper: str, claim_id: str, text: str, published: str, first: str, second: str,
+                     first_values: list, second_values: list, better: str, cell, what: str = "",
+                     margin: float = 0.0) -> Claim:
+    """A claim decided by the rule on two runs' per-seed values (`margin` shifts the first side up)."""
+    shifted = [v + margin if has_value(v) else v for v in first_values]
+    comparison = compare(shifted, second_values, better)
+    evidence = f"{first}: {cell(first_values)}, {second}: {cell(second_values)}{what}; {comparison.reason}"
+    return Claim(paper, claim_id, text, comparison.status, evidence, published, comparison.seeds)
+
+
+def fewer_rounds_claim(paper, claim_id, text, published, results, first, second, target) -> Claim:
+    """Claim: run `first` reaches `target` in fewer rounds than run `second`, decided over seeds
+    (a seed that never reached it has no value)."""
+    absent = not_run_claim(paper, claim_id, text, published, results, (first, second))
+    if absent:
+        return absent
+    return comparison_claim(paper, claim_id, text, published, first, second, results[first].rounds_to(target),
+                            results[second].rounds_to(target), "lower", rounds_cell,
+                            f" rounds to {target:.0%}")
+
+
+def comparisons_seeds(comparisons: list[Comparison]) -> str:
+    """The n of each side of several comparisons, once if they agree."""
+    texts = list(dict.fromkeys(c.seeds for c in comparisons))
+    return texts[0] if len(texts) == 1 else "; ".join(texts)
+
+
+# ---------------------------------------------------------------- figures
+
+def algorithm_label(settings: dict) -> str:
+    """λ or μ of a run as its settings have them ("" when the algorithm has none)."""
+    algorithm = settings.get("algorithm") or {}
+    if algorithm.get("name") == "fedprox" and "mu" in algorithm:
+        return f"μ = {algorithm['mu']:g}"
+    if algorithm.get("name") == "fedcurv" and "lambda" in algorithm:
+        return f"λ = {algorithm['lambda']:g}"
+    if algorithm.get("name") == "importance" and algorithm.get("penalty") != "none" and "lambda" in algorithm:
+        return f"λ = {algorithm['lambda']:g}"
+    return ""
+
+
+def seeds_label(run: SeededRun) -> str:
+    text = f"n={run.n}"
+    if run.diverged_count:
+        text += f", {run.diverged_count} of {run.n} diverged" if run.n > 1 else ", diverged"
+    return f" ({text})"
+
+
+def mean_curve(run: SeededRun) -> tuple[list[int], list[float], list[float], list[float]]:
+    """rounds, mean, min and max accuracy over the seeds that have a finite value at each round."""
+    by_round: dict[int, list[float]] = {}
+    for result in run.results:
+        for r, a in zip(result.rounds, result.accuracy):
+            if has_value(a):
+                by_round.setdefault(r, []).append(a)
+    rounds = sorted(by_round)
+    return (rounds, [sum(by_round[r]) / len(by_round[r]) for r in rounds], [min(by_round[r]) for r in rounds],
+            [max(by_round[r]) for r in rounds])
+
+
+def plot_curves(path: Path, title: str, series: list[tuple[str, SeededRun]], targets: list[float],
                 ylim: tuple[float, float] = (0.5, 1.0)) -> None:
+    """One mean curve per run over its seeds, shaded between the seeds' min and max; legends say n."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
     styles = ["-", "--", ":", "-."]  # identical curves (FedProx with a tiny mu) stay visible
-    for number, (label, result) in enumerate(series):
-        ax.plot(result.rounds, result.accuracy, styles[number % len(styles)], linewidth=1.4,
-                label=label + (" (diverged)" if result.diverged else ""))
+    for number, (label, run) in enumerate(series):
+        rounds, mean, low, high = mean_curve(run)
+        (line,) = ax.plot(rounds, mean, styles[number % len(styles)], linewidth=1.4, label=label + seeds_label(run))
+        if run.n > 1 and rounds:
+            ax.fill_between(rounds, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
     for target in targets:
         ax.axhline(target, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xlabel("round")
-    ax.set_ylabel("test accuracy")
+    ax.set_ylabel("test accuracy" + (" (mean over seeds, band: min–max)" if any(r.n > 1 for _, r in series) else ""))
     ax.set_ylim(*ylim)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     if series:
-        ax.legend(loc="lower right")
+        ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
-
-
-def scaled_note(results: dict[str, RunResult]) -> list[str]:
-    """One line per distinct scaling, naming the keys the default profile changed and their values."""
-    seen = {}
-    for result in results.values():
-        scaled = result.settings.get("scaled", {})
-        if scaled:
-            text = ", ".join(f"{k} {v['paper']} -> {v['used']}" for k, v in sorted(scaled.items()))
-            seen.setdefault(text, []).append(result.key)
-    return [f"scaled (default profile) for {len(keys)} run(s): {text}" for text, keys in seen.items()]

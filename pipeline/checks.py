@@ -1,0 +1,94 @@
+"""Validation helpers: small checks that each return a list of one-line problems.
+
+A leaf module (it imports nothing from the pipeline), so config, runs and every algorithm can use it
+without an import cycle.
+"""
+from __future__ import annotations
+
+import difflib
+import numbers
+
+PROFILES = ("default", "paper")
+
+
+def is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(path, value, low=None, high=None):
+    if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+        return [f"{path}: {value!r} is not allowed; expected {bounds}"]
+    return []
+
+
+def check_positive(path, value):
+    if not is_number(value) or not value > 0:
+        return [f"{path}: {value!r} is not allowed; expected a number > 0"]
+    return []
+
+
+def check_nonnegative(path, value):
+    if not is_number(value) or value < 0:
+        return [f"{path}: {value!r} is not allowed; expected a number >= 0"]
+    return []
+
+
+def check_fraction(path, value, low_open=True, high=1.0):
+    if not is_number(value) or not ((0 < value) if low_open else (0 <= value)) or value > high:
+        interval = f"(0, {high}]" if low_open else f"[0, {high}]"
+        return [f"{path}: {value!r} is not allowed; expected a number in {interval}"]
+    return []
+
+
+def check_choice(path, value, choices):
+    if value not in choices:
+        return [f"{path}: {value!r} is not allowed; expected one of {', '.join(map(str, choices))}"]
+    return []
+
+
+def check_keys(path, mapping, allowed, required=()):
+    """Unknown keys (with a "did you mean") and missing required keys of one mapping."""
+    problems, suggested = [], set()
+    for key in mapping:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), list(allowed), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(sorted(allowed))}"
+            problems.append(f"{path}.{key}: unknown key{hint}")
+            suggested.update(close)
+    # A misspelt required key is one problem: its "did you mean" line already names the missing key.
+    problems += [f"{path}.{key}: missing; required" for key in required
+                 if key not in mapping and key not in suggested]
+    return problems
+
+
+def check_profiles(path, value):
+    if not isinstance(value, list) or not value or any(p not in PROFILES for p in value):
+        return [f"{path}: {value!r} is not allowed; expected a list drawn from {', '.join(PROFILES)}"]
+    return []
+
+
+def in_profile(settings: dict, profile: str) -> bool:
+    """Runs and partitions belong to both profiles unless their `profiles` list says otherwise."""
+    return profile in settings.get("profiles", PROFILES)
+
+
+def check_mapping(path, value):
+    return [] if isinstance(value, dict) else [f"{path}: {value!r} is not allowed; expected a mapping"]
+
+
+
+
+def check_unique_ints(path, value, low=0, allow_empty=False):
+    """A list of distinct integers >= low (seeds, probe rounds)."""
+    if not isinstance(value, list) or (not value and not allow_empty) or not all(is_int(v) and v >= low for v in value):
+        what = "a list" if allow_empty else "a non-empty list"
+        return [f"{path}: {value!r} is not allowed; expected {what} of integers >= {low}"]
+    duplicates = sorted({v for v in value if value.count(v) > 1})
+    if duplicates:
+        return [f"{path}: {value!r} is not allowed; {', '.join(map(str, duplicates))} listed twice"]
+    return []

@@ -1,0 +1,139 @@
+"""Client data in memory, and every random draw of training keyed by (seed, round, client).
+
+The dataset stays as uint8 images; a client is a tensor of sample indices into it (its training
+samples, and its held-out validation samples when the partition has them). Randomness never depends on
+execution order: which clients a round samples, each client's batch order, its dropout masks and its
+data augmentation all come from generators seeded by (seed, round, client, purpose), so the vectorized
+and the sequential path, any cohort chunking and a resumed run all draw the same numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+NORMALISED_CACHE_BYTES = 1 << 30
+INPUT_SCALINGS = ("standardize", "unit")
+
+# The purpose keys of derived generators: one stream per use, so adding a use never shifts another.
+COHORT_STREAM = 1 << 20
+DROPOUT_STREAM = 1 << 21
+FISHER_STREAM = 1 << 22
+PROBE_STREAM = 1 << 23
+
+
+@dataclass
+class ClientData:
+    """The dataset in memory (uint8 images, int64 labels), every client's sample indices, and the
+    per-channel shift and scale applied to model inputs."""
+    x: torch.Tensor
+    y: torch.Tensor
+    clients: list[torch.Tensor]
+    mean: torch.Tensor
+    std: torch.Tensor
+    val_clients: list[torch.Tensor] = field(default_factory=list)
+    classes: int = 0
+
+    normalised: torch.Tensor | None = field(default=None, repr=False, compare=False)
+
+    def inputs(self, index: torch.Tensor) -> torch.Tensor:
+        """Model input for samples `index` (any shape): scaled, channels first.
+
+        Datasets up to NORMALISED_CACHE_BYTES as float are scaled once and then only gathered (the same
+        elementwise arithmetic, so the same numbers); larger ones per batch, from uint8."""
+        if self.normalised is None and self.x.numel() * 4 <= NORMALISED_CACHE_BYTES:
+            self.normalised = self.normalise(self.x)
+        if self.normalised is not None:
+            return self.normalised[index]
+        return self.normalise(self.x[index])
+
+    def normalise(self, images: torch.Tensor) -> torch.Tensor:
+        images = images.movedim(-1, -3).float().div_(255.0)  # [..., H, W, C] uint8 -> [..., C, H, W]
+        return (images - self.mean.view(-1, 1, 1)) / self.std.view(-1, 1, 1)
+
+    def held_out(self, client: int) -> torch.Tensor:
+        """The client's validation samples; its training samples when the partition has no validation
+        split (then a client's own accuracy measures fit, not generalisation: reports say which)."""
+        if self.val_clients and len(self.val_clients[client]) > 0:
+            return self.val_clients[client]
+        return self.clients[client]
+
+    def has_validation(self) -> bool:
+        return bool(self.val_clients) and all(len(v) > 0 for v in self.val_clients)
+
+    def label_sets(self, clients: list[int]) -> torch.Tensor:
+        """[clients, classes] bool: which classes occur in each client's training data (TCE's mask)."""
+        present = torch.zeros(len(clients), self.classes, dtype=torch.bool, device=self.y.device)
+        for row, client in enumerate(clients):
+            present[row, self.y[self.clients[client]].unique()] = True
+        return present
+
+
+def input_scaling_stats(x_uint8: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(shift, scale) per channel: the training set's mean and sd (`standardize`), or none (`unit`:
+    inputs stay in [0, 1]). Reference code bases differ here, and on MNIST MLPs it alone changes the
+    rounds to a target about twofold, so it is a run setting."""
+    channels = x_uint8.shape[-1]
+    if scaling == "unit":
+        return torch.zeros(channels, device=x_uint8.device), torch.ones(channels, device=x_uint8.device)
+    return channel_stats(x_uint8)
+
+
+def channel_stats(x_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    pixels = x_uint8.reshape(-1, x_uint8.shape[-1]).float().div_(255.0)
+    return pixels.mean(0), pixels.std(0).clamp_min(1e-3)
+
+
+def derived_seed(*keys: int) -> int:
+    """A 63-bit seed from integer keys, independent of call order (numpy's SeedSequence hashing)."""
+    low, high = np.random.SeedSequence([int(k) for k in keys]).generate_state(2, dtype=np.uint32)
+    return (int(high) << 31) ^ int(low)
+
+
+def generator_for(*keys: int) -> torch.Generator:
+    return torch.Generator().manual_seed(derived_seed(*keys))
+
+
+def sample_cohort(num_clients: int, fraction: float, seed: int, round_: int) -> list[int]:
+    """max(1, round(C·K)) distinct clients, chosen from (seed, round) only; C = 1 means all."""
+    count = max(1, int(round(fraction * num_clients)))
+    if count >= num_clients:
+        return list(range(num_clients))
+    chosen = torch.randperm(num_clients, generator=generator_for(seed, round_, COHORT_STREAM))[:count]
+    return sorted(chosen.tolist())
+
+
+def local_batches(num_samples: int, epochs: int, batch_size: int, generator: torch.Generator):
+    """Positions (into the client's index list) of every local step: a fresh permutation each epoch,
+    cut into batches of `batch_size` (the last one smaller)."""
+    batches = []
+    for _ in range(epochs):
+        order = torch.randperm(num_samples, generator=generator)
+        batches += list(order.split(batch_size))
+    return batches
+
+
+def client_schedule(num_samples: int, epochs: int, batch_size: int, generator: torch.Generator):
+    """`local_batches` as a padded [steps, batch_size] tensor of positions (-1 = no sample), built
+    with whole-tensor operations: the same permutations, drawn in the same order."""
+    per_epoch = -(-num_samples // batch_size)
+    orders = torch.full((epochs, per_epoch * batch_size), -1, dtype=torch.long)
+    for epoch in range(epochs):
+        orders[epoch, :num_samples] = torch.randperm(num_samples, generator=generator)
+    return orders.view(epochs * per_epoch, batch_size)
+
+
+def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int, round_: int):
+    """Padded [steps, clients, batch] sample indices and weights (0 = padding or a finished client)."""
+    positions = [client_schedule(len(data.clients[client]), epochs, batch_size, generator_for(seed, round_, client))
+                 for client in cohort]
+    steps = max(len(p) for p in positions)
+    index = torch.zeros(steps, len(cohort), batch_size, dtype=torch.long)
+    weight = torch.zeros(steps, len(cohort), batch_size)
+    for c, (client, position) in enumerate(zip(cohort, positions)):
+        present = position >= 0
+        samples = data.clients[client].cpu()
+        index[:len(position), c] = torch.where(present, samples[position.clamp_min(0)], 0)
+        weight[:len(position), c] = present.float()
+    return index.to(data.x.device), weight.to(data.x.device)

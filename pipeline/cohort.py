@@ -1,0 +1,309 @@
+"""Training a cohort of clients for one round: vectorized (stacked) and sequential (the reference).
+
+A cohort is trained as one computation: the clients' parameters are stacked along a leading client
+dimension and `vmap(grad(objective))` gives every client's gradient from one call; the client optimiser
+(pipeline.optimizers) then steps all clients at once. `train_sequential` runs the same objective and
+step one client at a time; it is the reference the vectorized path is tested against. For plain MLPs
+the gradients come from hand-written batched layers instead (pipeline.cohort_mlp), and with plain SGD
+the whole step is fused into their backward pass.
+
+Nothing here knows an algorithm by name: an algorithm's penalty comes in as a function or a closed-form
+affine gradient, and anything it must observe along the local trajectory (RWalk's path score) comes in
+as a `tracker` with `update(data_grads, steps_taken, active)`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch.func import functional_call, grad_and_value, vmap
+
+from pipeline import cohort_mlp
+from pipeline.clientdata import DROPOUT_STREAM, ClientData, generator_for
+from pipeline.losses import per_sample_loss
+from pipeline.models import dropout_masks, has_batch_norm
+from pipeline.optimizers import SGD
+
+# glibc serves allocations above its mmap threshold (at most 32 MiB) with fresh mmap'd pages and
+# returns them on free, so every step of a large cohort paid page faults for its stacked tensors: on
+# the FedCurv default run, 45 of 46 seconds were system time. Cohorts are therefore trained in chunks
+# whose largest stacked tensor stays under the threshold, with the threshold raised to its maximum.
+CHUNK_BYTES = 24 * 1024 * 1024
+
+
+def tune_allocator() -> None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: keep freed memory for the next step
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+def cohort_chunk_size(params: dict) -> int:
+    """How many clients to stack at once: a function of the model only. Results do not depend on it
+    (every random draw is keyed by client), only memory and speed do."""
+    largest = max(value.numel() * value.element_size() for value in params.values())
+    return max(1, CHUNK_BYTES // largest)
+
+
+def prefer_vectorized(model, device: torch.device) -> bool:
+    """vmap over a cohort of convolutions ran 2-3x slower than one client at a time on this 2-core CPU
+    (cnn_mnist, 96 clients, E=1: 128-201 s vs 63-68 s a round), while for MLPs the vectorized path is
+    the fast one; on a GPU the vectorized path is taken. BatchNorm models (running statistics updated
+    in place at every step) always take the sequential path."""
+    if has_batch_norm(model):
+        return False
+    has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+    return device.type != "cpu" or not has_conv
+
+
+# ---------------------------------------------------------------- dropout masks keyed by client
+
+class DropoutDraws:
+    """Each client's dropout masks, drawn step by step from its own (seed, round, client) generator: the
+    same masks whichever path or chunk trains the client."""
+
+    def __init__(self, model, members: list[int], seed: int, round_: int, batch_size: int, example_input):
+        self.modules = dropout_masks(model)
+        self.shapes = mask_shapes(model, example_input) if self.modules else {}
+        self.generators = [generator_for(seed, round_, client, DROPOUT_STREAM) for client in members]
+        self.batch_size = batch_size
+        self.device = example_input.device
+
+    def one(self, c: int) -> dict:
+        masks = {}
+        for name, module in self.modules.items():
+            keep = 1.0 - module.p
+            mask = torch.empty((self.batch_size, *self.shapes[name])).bernoulli_(keep, generator=self.generators[c])
+            masks[name] = mask.div_(keep).to(self.device)
+        return masks
+
+    def stacked(self, active: torch.Tensor) -> dict:
+        """[clients, batch, ...] masks; clients with no step draw nothing (zeros), as on the sequential path."""
+        if not self.modules:
+            return {}
+        per_client = [self.one(c) if bool(on) else None for c, on in enumerate(active.tolist())]
+        return {name: torch.stack([m[name] if m is not None else torch.zeros(self.batch_size, *self.shapes[name],
+                                                                              device=self.device)
+                                   for m in per_client]) for name in self.modules}
+
+
+def mask_shapes(model, example_input: torch.Tensor) -> dict:
+    """The feature shape reaching each dropout, from one forward pass of one example."""
+    shapes, hooks = {}, []
+    for name, module in dropout_masks(model).items():
+        hooks.append(module.register_forward_hook(
+            lambda mod, args, out, name=name: shapes.__setitem__(name, tuple(args[0].shape[1:]))))
+    was_training = model.training
+    try:
+        with torch.no_grad():
+            model.eval()
+            model(example_input[:1])
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+    return shapes
+
+
+# ---------------------------------------------------------------- the local objective
+
+def make_objective(model, algorithm, hp):
+    """objective(params, extra, x, y, w, keep, shared, ctx) -> (total, data_loss) for one client and
+    one batch; `extra` holds buffers and dropout masks, `keep` the loss's logit mask (or None).
+
+    When the algorithm gives its penalty's gradient in closed form (`penalty_affine`), the objective is
+    the data loss alone and `add_penalty_gradient` adds that gradient outside vmap: the same numbers,
+    without differentiating a parameter-sized quadratic through vmap at every step."""
+    closed_form = hasattr(algorithm, "penalty_affine")
+
+    def objective(params, extra, x, y, w, keep, shared, ctx):
+        logits = functional_call(model, {**params, **extra}, (x,))
+        # Padding (w = 0) may carry a label the client's TCE mask drops (loss +inf): select, never multiply.
+        per_sample = torch.where(w > 0, per_sample_loss(logits, y, keep), 0.0)
+        count = w.sum()
+        data_loss = (per_sample * w).sum() / count.clamp_min(1.0)
+        total = data_loss if closed_form else data_loss + algorithm.penalty(params, shared, ctx, hp)
+        # A client with no samples in this step (finished or padding) contributes nothing at all.
+        return total * (count > 0), data_loss
+    return objective
+
+
+def closed_form_penalty(algorithm, hp, shared: dict, ctx: dict):
+    """The penalty's gradient as (scale, offset), scale·θ − offset, fixed for a whole round; None when
+    there is no term (or the algorithm gives no closed form and vmap differentiates its penalty)."""
+    if not hasattr(algorithm, "penalty_affine"):
+        return None
+    return algorithm.penalty_affine(shared, ctx, hp)
+
+
+def add_penalty_gradient(grads: dict, affine, params: dict) -> dict:
+    """grads + (scale·θ − offset), name by name: the one place the penalty's gradient is formed (the
+    fused MLP step applies the same affine map inside its backward pass, cohort_mlp.apply_pull)."""
+    if affine is None:
+        return grads
+    scale, offset = affine
+    total = {}
+    for name, g in grads.items():
+        if torch.is_tensor(scale[name]):
+            total[name] = torch.addcmul(g, scale[name], params[name]).sub_(offset[name])
+        else:
+            total[name] = g.add(params[name], alpha=scale[name]).sub_(offset[name])
+    return total
+
+
+def penalty_pull(affine, lr: float):
+    """The penalty's part of an SGD step, −lr·(scale·θ − offset), as (lr·scale, lr·offset) per name."""
+    if affine is None:
+        return None
+    scale, offset = affine
+    return {name: (lr * scale[name], lr * offset[name]) for name in scale}
+
+
+def masked_pull(pull: dict, active: torch.Tensor, stacked: dict) -> dict:
+    """The pull with clients that have no step left (finished, padding) not moved at all."""
+    masked = {}
+    for name, (scale, offset) in pull.items():
+        mask = active.reshape(-1, *([1] * (stacked[name].dim() - 1))).to(stacked[name].dtype)
+        masked[name] = (scale * mask, offset * mask)
+    return masked
+
+
+# ---------------------------------------------------------------- one cohort chunk
+
+@dataclass
+class CohortJob:
+    """Everything one chunk of a round's cohort trains with."""
+    model: torch.nn.Module
+    algorithm: object
+    hp: dict
+    data: ClientData
+    optimizer: object
+    shared: dict
+    contexts: dict  # stacked over the chunk's clients
+    index: torch.Tensor  # [steps, clients, batch] sample indices
+    weight: torch.Tensor  # [steps, clients, batch], 0 = padding or a finished client
+    keep: torch.Tensor | None  # [clients, classes] logit mask of the loss, None = all classes
+    dropout: DropoutDraws
+    tracker_factory: object = None  # () -> tracker, or None
+    objective: object = field(default=None)
+
+    def __post_init__(self):
+        if self.objective is None:
+            self.objective = make_objective(self.model, self.algorithm, self.hp)
+
+
+@dataclass
+class CohortOutcome:
+    losses: torch.Tensor  # each client's mean data loss over its steps
+    steps: torch.Tensor  # each client's number of local steps
+    tracker: object = None  # the tracker holding every client's observations (or None)
+
+
+def fused_sgd_applies(job: CohortJob) -> bool:
+    """Plain SGD on a plain MLP with a closed-form penalty and no tracker: the whole step, the
+    penalty's pull included, runs inside the hand-written backward pass."""
+    opt = job.optimizer
+    return (cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine")
+            and job.tracker_factory is None and isinstance(opt, SGD) and not opt.momentum and not opt.weight_decay)
+
+
+def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
+    """Train a stacked cohort in place (every client at once)."""
+    if buffers:
+        raise ValueError("models with BatchNorm buffers train on the sequential path")
+    data, index, weight = job.data, job.index, job.weight
+    keep_dim = None if job.keep is None else 0
+    step_fn = vmap(grad_and_value(job.objective, has_aux=True), in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0))
+    affine = closed_form_penalty(job.algorithm, job.hp, job.shared, job.contexts)
+    by_hand = cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine")
+    fused = fused_sgd_applies(job)
+    pull = fused and penalty_pull(affine, job.optimizer.lr)
+    tracker = job.tracker_factory() if job.tracker_factory else None
+    opt_state: dict = {}
+    loss_sum = torch.zeros(index.shape[1], device=weight.device)
+    steps_done = torch.zeros(index.shape[1], device=weight.device)
+    for s in range(index.shape[0]):
+        w = weight[s]
+        active = w.sum(1) > 0
+        x, y = data.inputs(index[s]), data.y[index[s]]
+        if fused:
+            step_pull = pull if pull is None or bool(active.all()) else masked_pull(pull, active, stacked)
+            data_loss = cohort_mlp.cohort_sgd_step(job.model, stacked, x, y, w, job.optimizer.lr, step_pull, job.keep)
+        else:
+            if by_hand:
+                data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep)
+            else:
+                masks = job.dropout.stacked(active)
+                data_grads, (_, data_loss) = step_fn(stacked, masks, x, y, w, job.keep, job.shared, job.contexts)
+            grads = add_penalty_gradient(data_grads, affine, stacked)
+            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=tracker is not None)
+            if tracker is not None:
+                tracker.update(data_grads, taken, active)
+        loss_sum += data_loss.detach() * active
+        steps_done += active
+    return CohortOutcome(loss_sum / steps_done.clamp_min(1), steps_done.long(), tracker)
+
+
+def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
+    """The reference: the same objective and optimiser, one client at a time, no vmap. BatchNorm
+    buffers (stacked per client) are updated in place by each client's forward passes."""
+    step_fn = grad_and_value(job.objective, has_aux=True)
+    index, weight = job.index, job.weight
+    tracker = job.tracker_factory() if job.tracker_factory else None
+    losses, steps = [], []
+    for c in range(index.shape[1]):
+        params = {name: value[c].clone() for name, value in stacked.items()}
+        own_buffers = {name: value[c].clone() for name, value in buffers.items()}
+        ctx = slice_tree(job.contexts, c)
+        keep = None if job.keep is None else job.keep[c]
+        own_tracker = job.tracker_factory() if job.tracker_factory else None
+        affine = closed_form_penalty(job.algorithm, job.hp, job.shared, ctx)
+        opt_state: dict = {}
+        loss_sum, steps_done = 0.0, 0
+        for s in range(index.shape[0]):
+            w = weight[s, c]
+            if w.sum() == 0:
+                continue
+            samples, masks = index[s, c], job.dropout.one(c)
+            if not bool(w.all()):  # a short last batch: padding must not enter BatchNorm's batch statistics
+                present = w > 0
+                samples, w, masks = samples[present], w[present], {k: m[present] for k, m in masks.items()}
+            data_grads, (_, data_loss) = step_fn(params, {**own_buffers, **masks}, job.data.inputs(samples),
+                                                 job.data.y[samples], w, keep, job.shared, ctx)
+            grads = add_penalty_gradient(data_grads, affine, params)
+            taken = job.optimizer.step(params, grads, opt_state, torch.tensor(True), keep_steps=own_tracker is not None)
+            if own_tracker is not None:
+                own_tracker.update(data_grads, taken, torch.tensor(True))
+            loss_sum += float(data_loss)
+            steps_done += 1
+        for name in stacked:
+            stacked[name][c] = params[name]
+        for name in buffers:
+            buffers[name][c] = own_buffers[name]
+        if tracker is not None:
+            tracker.set_client(c, own_tracker, stacked)
+        losses.append(loss_sum / max(steps_done, 1))
+        steps.append(steps_done)
+    return CohortOutcome(torch.tensor(losses), torch.tensor(steps), tracker)
+
+
+def slice_tree(value, c):
+    if isinstance(value, dict):
+        return {k: slice_tree(v, c) for k, v in value.items()}
+    return value[c]
+
+
+def stack_trees(trees: list):
+    if isinstance(trees[0], dict):
+        return {k: stack_trees([t[k] for t in trees]) for k in trees[0]}
+    return torch.stack([torch.as_tensor(t) for t in trees])
+
+
+def repeat_for(tree: dict, count: int) -> dict:
+    """Each tensor repeated along a new leading client dimension."""
+    return {name: value.detach().unsqueeze(0).repeat(count, *([1] * value.dim())) for name, value in tree.items()}

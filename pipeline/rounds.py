@@ -1,0 +1,249 @@
+"""The round loop: sample clients, train the cohort (in chunks), compute uploads, aggregate, probe.
+
+The server state is a dict: "params" (the global model), "buffers" (BatchNorm running statistics,
+averaged with the same sample-size weights as FedAvg's parameters; `num_batches_tracked` takes the
+cohort's largest count, since it only matters for BatchNorm's cumulative averaging, which no model here
+uses), "clients" (one store of what the server keeps per client: FedCurv's last uploads, SCAFFOLD's
+control variates, ...; an algorithm says what with `remember(upload, hp)`), and whatever the
+algorithm's `init_state` adds.
+
+A round hands each client's whole local result (`LocalResult`: start and end parameters, number of
+steps, its context, the model and its data) to the algorithm's `client_upload`, and after aggregation
+calls the algorithm's optional `after_aggregate(state, view, hp)` with a `RoundView` that can evaluate
+the new global model on client data. The forgetting probes read the same view, so a quantity both need
+(the forgettable examples) is computed once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import torch
+
+from pipeline import forgetting
+from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule, generator_for, sample_cohort
+from pipeline.cohort import (CohortJob, DropoutDraws, cohort_chunk_size, repeat_for, stack_trees, train_sequential,
+                             train_vectorized)
+from pipeline.losses import client_logit_mask
+from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
+from pipeline.models import model_buffers
+from pipeline.optimizers import build_optimizer
+
+
+def initial_state(model, algorithm, num_clients: int, hp: dict) -> dict:
+    params = {name: value.detach().clone() for name, value in model.named_parameters()}
+    return server_state(algorithm, params, num_clients, hp, model_buffers(model))
+
+
+def server_state(algorithm, params: dict, num_clients: int, hp: dict, buffers: dict | None = None) -> dict:
+    """The algorithm's initial state plus what the engine carries for every algorithm."""
+    return {**algorithm.init_state(params, num_clients, hp), "buffers": buffers or {}, "clients": {}}
+
+
+@dataclass
+class LocalResult:
+    """One client's round: what `client_upload` computes its upload from."""
+    client: int
+    start: dict  # the global parameters it started from
+    params: dict  # its parameters after local training
+    buffers: dict  # its BatchNorm buffers after local training
+    steps: int  # local optimiser steps taken (SCAFFOLD's K, FedNova's τ)
+    context: dict  # what the server sent it (client_context)
+    shared: dict  # what the server sent every client (shared_context)
+    tracked: dict | None  # what the algorithm's tracker observed along its trajectory (RWalk)
+    model: torch.nn.Module
+    data: ClientData
+    seed: int
+    round: int
+
+    @property
+    def train_index(self) -> torch.Tensor:
+        return self.data.clients[self.client]
+
+    def generator(self, purpose: int) -> torch.Generator:
+        """A generator of this client's own in this round, for the algorithm's random draws."""
+        return generator_for(self.seed, self.round, self.client, purpose)
+
+
+@dataclass
+class RoundResult:
+    state: dict
+    train_loss: float
+    bytes_down: int
+    bytes_up: int
+    diverged: bool
+    cohort: list[int] = field(default_factory=list)
+    view: "RoundView | None" = None
+    probe_seconds: float = 0.0
+
+
+class RoundView:
+    """A round after aggregation: the cohort's local models and the new global model, with the
+    evaluations that probes and algorithms share (each computed at most once)."""
+
+    def __init__(self, model, data: ClientData, locals_: list[LocalResult], previous: dict, new: dict):
+        self.model, self.data, self.locals, self.previous, self.new = model, data, locals_, previous, new
+        self.cohort = [local.client for local in locals_]
+
+    def full(self, state: dict) -> dict:
+        return {**state["params"], **state["buffers"]}
+
+    def stacked_locals(self, positions: list[int]) -> dict:
+        return stack_trees([{**self.locals[p].params, **self.locals[p].buffers} for p in positions])
+
+    @cached_property
+    def forgettable(self) -> torch.Tensor:
+        """Per cohort client: its training samples its local model got right and the new global wrong."""
+        own = [local.train_index for local in self.locals]
+        local_correct, valid = cohort_correct_on_own(self.model, self.stacked_locals(list(range(len(self.locals)))),
+                                                     self.data, own)
+        global_correct = torch.zeros_like(local_correct)
+        for c, index in enumerate(own):
+            global_correct[c, :len(index)] = correct_predictions(self.model, self.full(self.new), self.data, index)
+        return forgetting.forgettable_counts(local_correct, global_correct, valid)
+
+    def local_forgetting(self, positions: list[int]) -> dict:
+        """F_ki over the cohort members at `positions`, on their held-out data."""
+        clients = [self.cohort[p] for p in positions]
+        held_out = [self.data.held_out(k) for k in clients]
+        index = torch.cat(held_out)
+        owner = torch.cat([torch.full((len(h),), row, dtype=torch.long, device=index.device)
+                           for row, h in enumerate(held_out)])
+        post_by_model = accuracy_by_owner(cohort_correct_on_shared(self.model, self.stacked_locals(positions),
+                                                                   self.data, index), owner, len(clients))
+        prior = accuracy_by_owner(correct_predictions(self.model, self.full(self.previous), self.data, index),
+                                  owner, len(clients))
+        post = post_by_model.T  # rows k = whose data, columns i = whose local model
+        difference, average = forgetting.local_client_forgetting(post, prior)
+        return {"clients": clients, "post": post, "prior": prior, "difference": difference, "F": average}
+
+    def global_accuracy_per_client(self) -> torch.Tensor:
+        """The new global model's accuracy on every client's held-out data (all clients)."""
+        held_out = [self.data.held_out(k) for k in range(len(self.data.clients))]
+        index = torch.cat(held_out)
+        owner = torch.cat([torch.full((len(h),), k, dtype=torch.long, device=index.device)
+                           for k, h in enumerate(held_out)])
+        return accuracy_by_owner(correct_predictions(self.model, self.full(self.new), self.data, index), owner,
+                                 len(held_out))
+
+
+def probe_positions(cohort: list[int], num_clients: int, limit: int, seed: int) -> list[int]:
+    """Positions in the cohort of the clients whose forgetting is probed: all of them up to `limit`,
+    else the cohort members that come first in one fixed seeded order of all clients, so that the same
+    clients are followed from round to round whenever they take part."""
+    if len(cohort) <= limit:
+        return list(range(len(cohort)))
+    order = torch.randperm(num_clients, generator=generator_for(seed, 0, 0, PROBE_STREAM)).tolist()
+    rank = {client: r for r, client in enumerate(order)}
+    chosen = sorted(cohort, key=rank.__getitem__)[:limit]
+    return sorted(cohort.index(client) for client in chosen)
+
+
+def all_finite(tree) -> bool:
+    """No NaN or inf anywhere in an upload (parameters, Fisher, ...): one poisoned upload would
+    spread through the server's sums to every client."""
+    if isinstance(tree, dict):
+        return all(all_finite(v) for v in tree.values())
+    return bool(torch.isfinite(tree).all()) if torch.is_tensor(tree) else True
+
+
+def tensor_bytes(tree) -> int:
+    if isinstance(tree, dict):
+        return sum(tensor_bytes(v) for v in tree.values())
+    return tree.numel() * tree.element_size() if torch.is_tensor(tree) else 0
+
+
+def weighted_buffers(buffers: list[dict], weights: list[float]) -> dict:
+    """BatchNorm statistics averaged with the parameters' weights; counters take the largest."""
+    if not buffers or not buffers[0]:
+        return {}
+    averaged = {}
+    for name, first in buffers[0].items():
+        if first.dtype.is_floating_point:
+            averaged[name] = sum(w * b[name] for b, w in zip(buffers, weights))
+        else:
+            averaged[name] = torch.stack([b[name] for b in buffers]).max(0).values
+    return averaged
+
+
+def train_chunk(model, algorithm, hp, state, data, settings, round_, members, vectorized, shared, optimizer):
+    """Train one chunk of the cohort; returns (LocalResults, mean losses)."""
+    seed = settings["seed"]
+    index, weight = cohort_schedule(data, members, settings["local_epochs"], settings["batch_size"], seed, round_)
+    stacked = repeat_for(state["params"], len(members))
+    buffers = repeat_for(state["buffers"], len(members))
+    contexts = stack_trees([algorithm.client_context(state, k, hp) for k in members])
+    tracker_factory = getattr(algorithm, "local_tracker", lambda hp: None)(hp)
+    job = CohortJob(model, algorithm, hp, data, optimizer, shared, contexts, index, weight,
+                    client_logit_mask(settings["loss"], data, members),
+                    DropoutDraws(model, members, seed, round_, settings["batch_size"], data.inputs(index[0, 0, :1])),
+                    tracker_factory)
+    model.train()
+    outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
+    results = []
+    for c, client in enumerate(members):
+        results.append(LocalResult(
+            client=client, start=state["params"],
+            params={name: value[c].detach().clone() for name, value in stacked.items()},
+            buffers={name: value[c].detach().clone() for name, value in buffers.items()},
+            steps=int(outcome.steps[c]), context=slice_context(contexts, c), shared=shared,
+            tracked=outcome.tracker.client_result(c) if outcome.tracker is not None else None,
+            model=model, data=data, seed=seed, round=round_))
+    return results, outcome.losses
+
+
+def slice_context(contexts, c):
+    if isinstance(contexts, dict):
+        return {k: slice_context(v, c) for k, v in contexts.items()}
+    return contexts[c]
+
+
+def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dict, round_: int,
+              vectorized: bool = True, max_chunk: int | None = None, probe: bool = False) -> RoundResult:
+    """One communication round: sample, train (in cohort chunks), compute uploads, aggregate.
+
+    With `probe`, the result keeps a RoundView for the forgetting probes."""
+    seed = settings["seed"]
+    cohort = sample_cohort(len(data.clients), settings["client_fraction"], seed, round_)
+    optimizer = build_optimizer(settings)
+    shared = algorithm.shared_context(state, hp)
+    chunk = max_chunk or cohort_chunk_size(state["params"])
+    locals_, losses = [], []
+    for start in range(0, len(cohort), chunk):
+        members = cohort[start:start + chunk]
+        results, chunk_losses = train_chunk(model, algorithm, hp, state, data, settings, round_, members, vectorized,
+                                            shared, optimizer)
+        locals_ += results
+        losses.append(chunk_losses)
+    uploads = [{"client": local.client, **algorithm.client_upload(local, hp)} for local in locals_]
+    train_loss = torch.cat(losses)
+    sizes = [len(data.clients[k]) for k in cohort]
+    weights = [n / sum(sizes) for n in sizes]
+    diverged = not bool(torch.isfinite(train_loss).all()) or not all(
+        all_finite({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
+    sent_down = len(cohort) * (tensor_bytes(state["params"]) + sum(tensor_bytes(state[k])
+                                                                   for k in algorithm.sent_down(hp)))
+    sent_up = sum(tensor_bytes({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
+    if diverged:
+        return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
+    new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_])
+    view = None
+    if probe or hasattr(algorithm, "after_aggregate"):
+        view = RoundView(model, data, locals_, state, new_state)
+    if hasattr(algorithm, "after_aggregate"):
+        new_state = algorithm.after_aggregate(new_state, view, hp)
+        view.new = new_state
+    return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, False, cohort,
+                       view if probe else None)
+
+
+def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers) -> dict:
+    """The algorithm's aggregation over a per-client store already updated with this round's uploads,
+    and the BatchNorm buffers averaged with the parameters' weights."""
+    store = dict(state["clients"])
+    if hasattr(algorithm, "remember"):
+        for up in uploads:
+            store[up["client"]] = algorithm.remember(up, hp)
+    new_state = algorithm.aggregate({**state, "clients": store}, uploads, weights, hp)
+    return {**new_state, "clients": store, "buffers": weighted_buffers(client_buffers, weights)}
+

@@ -1,0 +1,339 @@
+"""The engine's extension points: randomness keyed by client (dropout), BatchNorm buffers, the loss hook
+(TCE), client optimisers through a whole round, the per-client store, the after-aggregation hook, the
+upload's view of the local result, and the forgetting probes against per-sample loops."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import synthetic
+from pipeline import models
+from pipeline.algorithms import fedavg, fedcurv
+from pipeline.clientdata import ClientData
+from pipeline.losses import client_logit_mask, per_sample_loss
+from pipeline.rounds import initial_state, probe_positions, run_round
+from pipeline.runs import RUN_DEFAULTS
+
+IMAGE = (8, 8, 1)
+CLASSES = 4
+
+
+def make_data(sizes=(6, 9, 5), shape=IMAGE, classes=CLASSES, seed=0) -> ClientData:
+    data = synthetic.make_data(list(sizes), shape=shape, classes=classes, seed=seed)
+    data.classes = classes
+    return data
+
+
+def settings(**overrides) -> dict:
+    return {**RUN_DEFAULTS, "seed": 7, "client_fraction": 1.0, "lr": 0.05, "local_epochs": 2, "batch_size": 4,
+            **overrides}
+
+
+def build(name, seed=0):
+    return models.build_model(name, IMAGE, CLASSES, seed)
+
+
+def flat(state):
+    return {**state["params"], **state["buffers"]}
+
+
+def one_round(model_name, algorithm=fedavg, hp=None, data=None, run_settings=None, **kwargs):
+    hp = hp or {}
+    model = build(model_name)
+    data = data or make_data()
+    state = initial_state(model, algorithm, len(data.clients), hp)
+    return run_round(model, algorithm, hp, state, data, run_settings or settings(), 1, **kwargs), model, data, state
+
+
+# ---------------------------------------------------------------- randomness keyed by (seed, round, client)
+
+def test_dropout_cnn_round_is_the_same_on_both_paths_and_for_any_chunk_size():
+    """cnn_mnist has two dropouts: its masks come from each client's own generator, so the vectorized
+    path, the sequential path and chunks of one client or of all give the same parameters."""
+    runs = {
+        "vectorized, one chunk": one_round("cnn_mnist", vectorized=True)[0],
+        "vectorized, chunks of 1": one_round("cnn_mnist", vectorized=True, max_chunk=1)[0],
+        "sequential, one chunk": one_round("cnn_mnist", vectorized=False)[0],
+        "sequential, chunks of 1": one_round("cnn_mnist", vectorized=False, max_chunk=1)[0],
+    }
+    reference = flat(runs["sequential, one chunk"].state)
+    start = flat(initial_state(build("cnn_mnist"), fedavg, 3, {}))
+    assert any((reference[n] - start[n]).abs().max() > 1e-3 for n in start)
+    for label, result in runs.items():
+        for name, value in flat(result.state).items():
+            torch.testing.assert_close(value, reference[name], atol=1e-5, rtol=1e-5, msg=f"{label}: {name}")
+
+
+def test_dropout_masks_differ_between_clients_and_rounds():
+    """Keyed streams are not one stream repeated: two clients with the same data would otherwise agree."""
+    from pipeline.cohort import DropoutDraws
+
+    model = build("cnn_mnist")
+    example = torch.zeros(1, 1, 8, 8)
+    first = DropoutDraws(model, [0, 1], seed=1, round_=1, batch_size=4, example_input=example)
+    again = DropoutDraws(model, [0, 1], seed=1, round_=2, batch_size=4, example_input=example)
+    a, b, c = first.one(0), first.one(1), again.one(0)
+    assert set(a) == {"5.mask", "9.mask"}
+    assert not torch.equal(a["5.mask"], b["5.mask"]) and not torch.equal(a["5.mask"], c["5.mask"])
+    keep = 1 - 0.25
+    assert set(torch.unique(a["5.mask"]).tolist()) <= {0.0, torch.tensor(1 / keep).item()}
+
+
+# ---------------------------------------------------------------- BatchNorm buffers
+
+def test_batchnorm_buffers_are_the_sample_weighted_average_of_the_clients():
+    """Each client trained alone (one-client cohorts) gives its running statistics; the server's must
+    be their average weighted by sample counts, computed here by hand."""
+    sizes = (6, 9, 5)
+    data = make_data(sizes)
+    result, model, _, state = one_round("cnn_fedavg_bn", data=data, vectorized=False)
+    assert result.state["buffers"], "the BatchNorm model has buffers"
+    per_client = []
+    for client in range(3):
+        alone = ClientData(data.x, data.y, [data.clients[client]], data.mean, data.std, classes=CLASSES)
+        # The same client's schedule: seeded by (seed, round, client), so rebuild with its id via a sampler shim.
+        per_client.append(train_alone(model, alone, client, state))
+    total = sum(sizes)
+    for name, value in result.state["buffers"].items():
+        if value.dtype.is_floating_point:
+            expected = sum(n / total * buffers[name] for n, buffers in zip(sizes, per_client))
+            torch.testing.assert_close(value, expected, atol=1e-5, rtol=1e-5, msg=name)
+        else:  # num_batches_tracked: the cohort's largest count
+            assert int(value) == max(int(b[name]) for b in per_client)
+            assert int(value) > 0
+
+
+def train_alone(model, data_one, client, state):
+    """Train one client by plain torch (nn.Module in train mode, torch.optim.SGD) on the engine's batch order."""
+    import copy
+
+    from pipeline.clientdata import client_schedule, generator_for
+
+    net = copy.deepcopy(model)
+    net.load_state_dict({**state["params"], **state["buffers"]}, strict=False)
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
+    samples = data_one.clients[0]
+    for positions in client_schedule(len(samples), 2, 4, generator_for(7, 1, client)):
+        chosen = samples[positions[positions >= 0]]
+        optimizer.zero_grad()
+        F.cross_entropy(net(data_one.inputs(chosen)), data_one.y[chosen]).backward()
+        optimizer.step()
+    return {name: value.detach() for name, value in net.named_buffers() if not name.endswith(".mask")}
+
+
+def test_batchnorm_model_takes_the_sequential_path_automatically():
+    from pipeline.cohort import prefer_vectorized
+
+    assert not prefer_vectorized(build("cnn_fedavg_bn"), torch.device("cuda"))
+    with pytest.raises(ValueError, match="sequential path"):
+        one_round("cnn_fedavg_bn", vectorized=True)
+
+
+# ---------------------------------------------------------------- the loss hook: TCE
+
+def test_tce_gives_absent_classes_exactly_zero_gradient():
+    logits = torch.randn(5, CLASSES, requires_grad=True)
+    y = torch.tensor([0, 2, 2, 0, 2])
+    keep = torch.tensor([True, False, True, False])
+    per_sample_loss(logits, y, keep).mean().backward()
+    assert torch.equal(logits.grad[:, [1, 3]], torch.zeros(5, 2))
+    assert logits.grad[:, [0, 2]].abs().min() > 0
+
+
+def test_tce_loss_is_the_hand_computed_truncated_softmax():
+    logits = torch.tensor([[2.0, 1.0, 0.5, -1.0]])
+    keep = torch.tensor([True, False, True, False])
+    by_hand = -(2.0 - torch.log(torch.exp(torch.tensor(2.0)) + torch.exp(torch.tensor(0.5))))
+    torch.testing.assert_close(per_sample_loss(logits, torch.tensor([0]), keep)[0], by_hand)
+
+
+def test_a_client_with_every_class_gets_plain_cross_entropy():
+    logits, y = torch.randn(6, CLASSES), torch.tensor([0, 1, 2, 3, 0, 1])
+    keep = torch.ones(CLASSES, dtype=torch.bool)
+    torch.testing.assert_close(per_sample_loss(logits, y, keep), F.cross_entropy(logits, y, reduction="none"))
+
+
+def test_tce_masks_are_each_clients_whole_label_set():
+    data = make_data()
+    keep = client_logit_mask("tce", data, [0, 2])
+    for row, client in enumerate([0, 2]):
+        present = set(data.y[data.clients[client]].tolist())
+        assert {c for c in range(CLASSES) if keep[row, c]} == present
+    assert client_logit_mask("ce", data, [0, 2]) is None
+
+
+def label_skewed_data():
+    """Clients holding two classes each, so TCE's mask changes the objective."""
+    data = make_data((8, 8, 8))
+    for client, classes in enumerate(([0, 1], [1, 2], [2, 3])):
+        data.y[data.clients[client]] = torch.tensor(classes).repeat(4)
+    return data
+
+
+@pytest.mark.parametrize("model_name, momentum", [("mlp_200", 0.0), ("mlp_200", 0.9), ("cnn_fedavg", 0.0)],
+                         ids=["fused_mlp", "mlp_with_momentum", "cnn_vmap"])
+def test_tce_rounds_agree_between_paths_and_differ_from_ce(model_name, momentum):
+    run_settings = settings(loss="tce", momentum=momentum)
+    vec = one_round(model_name, data=label_skewed_data(), run_settings=run_settings, vectorized=True)[0]
+    seq = one_round(model_name, data=label_skewed_data(), run_settings=run_settings, vectorized=False)[0]
+    ce = one_round(model_name, data=label_skewed_data(), run_settings=settings(momentum=momentum), vectorized=False)[0]
+    for name, value in vec.state["params"].items():
+        torch.testing.assert_close(value, seq.state["params"][name], atol=1e-5, rtol=1e-5, msg=name)
+    assert any((vec.state["params"][n] - ce.state["params"][n]).abs().max() > 1e-4 for n in vec.state["params"])
+
+
+# ---------------------------------------------------------------- client optimisers through a round
+
+def test_adam_round_agrees_between_paths_and_with_torch_optim_for_one_client():
+    run_settings = settings(optimizer="adam", lr=0.01, weight_decay=1e-3, local_epochs=1)
+    data = make_data()
+    vec = one_round("mlp_200", data=data, run_settings=run_settings, vectorized=True)[0]
+    seq = one_round("mlp_200", data=data, run_settings=run_settings, vectorized=False)[0]
+    for name, value in vec.state["params"].items():
+        torch.testing.assert_close(value, seq.state["params"][name], atol=1e-5, rtol=1e-5, msg=name)
+    # One client alone, against torch.optim.Adam on the engine's batch order.
+    from pipeline.clientdata import client_schedule, generator_for
+
+    one = ClientData(data.x, data.y, [data.clients[0]], data.mean, data.std, classes=CLASSES)
+    result, model, _, state = one_round("mlp_200", data=one, run_settings=run_settings, vectorized=True)
+    net = build("mlp_200")
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.01, weight_decay=1e-3)
+    samples = one.clients[0]
+    for positions in client_schedule(len(samples), 1, 4, generator_for(7, 1, 0)):
+        chosen = samples[positions[positions >= 0]]
+        optimizer.zero_grad()
+        F.cross_entropy(net(one.inputs(chosen)), one.y[chosen]).backward()
+        optimizer.step()
+    for name, value in net.named_parameters():
+        torch.testing.assert_close(result.state["params"][name], value.detach(), atol=1e-6, rtol=1e-5, msg=name)
+
+
+# ---------------------------------------------------------------- uploads, the per-client store, the hook
+
+class Recorder:
+    """A FedAvg that records what the engine hands it: each local result, the store, the hook's view."""
+    NAME = "recorder"
+    HYPERPARAMS: dict = {}
+
+    def __init__(self):
+        self.locals, self.views, self.contexts = [], [], []
+
+    def init_state(self, params, num_clients, hp):
+        return {"params": params}
+
+    def shared_context(self, state, hp):
+        return {}
+
+    def client_context(self, state, client, hp):
+        seen = state["clients"].get(client)
+        self.contexts.append((client, None if seen is None else seen["steps"]))
+        return {}
+
+    def penalty(self, params, shared, ctx, hp):
+        return torch.zeros(())
+
+    def penalty_affine(self, shared, ctx, hp):
+        return None
+
+    def client_upload(self, local, hp):
+        self.locals.append(local)
+        return {"params": local.params, "steps": local.steps}
+
+    def remember(self, upload, hp):
+        return {"steps": upload["steps"]}
+
+    def sent_down(self, hp):
+        return ()
+
+    def sent_up(self, hp):
+        return ("params",)
+
+    def aggregate(self, state, uploads, weights, hp):
+        return fedavg.aggregate(state, uploads, weights, hp)
+
+    def after_aggregate(self, state, view, hp):
+        self.views.append(view.forgettable.clone())
+        return state
+
+
+def test_uploads_see_steps_start_and_data_and_the_store_reaches_the_next_round():
+    algorithm = Recorder()
+    data = make_data((6, 9, 5))
+    model = build("mlp_200")
+    state = initial_state(model, algorithm, 3, {})
+    start = {n: v.clone() for n, v in state["params"].items()}
+    first = run_round(model, algorithm, {}, state, data, settings(), 1)
+    run_round(model, algorithm, {}, first.state, data, settings(), 2)
+    # B = 4, E = 2: ceil(n/4) steps per epoch.
+    assert [local.steps for local in algorithm.locals[:3]] == [4, 6, 4]
+    for local in algorithm.locals[:3]:
+        assert all(torch.equal(local.start[n], start[n]) for n in start)
+        assert torch.equal(local.train_index, data.clients[local.client])
+    assert first.state["clients"] == {0: {"steps": 4}, 1: {"steps": 6}, 2: {"steps": 4}}
+    assert algorithm.contexts[:3] == [(0, None), (1, None), (2, None)]
+    assert algorithm.contexts[3:] == [(0, 4), (1, 6), (2, 4)]
+    assert len(algorithm.views) == 2 and algorithm.views[0].shape == (3,)
+
+
+def test_fedcurv_keeps_its_last_uploads_in_the_engines_store():
+    hp = {**fedcurv.HYPERPARAMS, "lambda": 0.1, "fisher_samples": 3}
+    result = one_round("mlp_200", fedcurv, hp, run_settings=settings(client_fraction=0.67))[0]
+    assert sorted(result.state["clients"]) == result.cohort == result.state["summed"]
+    assert set(result.state["clients"][result.cohort[0]]) == {"fisher", "fisher_params", "fisher_params2"}
+
+
+# ---------------------------------------------------------------- the probes against per-sample loops
+
+def accuracy_by_loop(model, params, data, index):
+    """One sample at a time through a plain module: the independent reference."""
+    import copy
+
+    net = copy.deepcopy(model)
+    net.load_state_dict(params, strict=False)
+    net.eval()
+    with torch.no_grad():
+        right = [int(net(data.inputs(i.view(1))).argmax(1)) == int(data.y[i]) for i in index]
+    return sum(right) / len(right)
+
+
+def test_local_forgetting_and_forgettable_counts_match_per_sample_loops():
+    data = label_skewed_data()
+    result, model, _, state = one_round("mlp_200", data=data, probe=True, run_settings=settings(lr=0.3))
+    view = result.view
+    record = view.local_forgetting([0, 1, 2])
+    for k in range(3):
+        prior = accuracy_by_loop(model, state["params"], data, data.held_out(k))
+        assert float(record["prior"][k]) == pytest.approx(prior)
+        for i in range(3):
+            post = accuracy_by_loop(model, view.locals[i].params, data, data.held_out(k))
+            assert float(record["post"][k, i]) == pytest.approx(post)
+            assert float(record["difference"][k, i]) == pytest.approx(post - prior)
+    # Forgettable: right under the local model, wrong under the new global one, sample by sample.
+    import copy
+
+    for c, local in enumerate(view.locals):
+        by_loop = 0
+        for i in data.clients[local.client]:
+            right_local = accuracy_by_loop(model, local.params, data, i.view(1)) == 1.0
+            right_global = accuracy_by_loop(model, result.state["params"], data, i.view(1)) == 1.0
+            by_loop += right_local and not right_global
+        assert int(view.forgettable[c]) == by_loop
+    per_client = view.global_accuracy_per_client()
+    for k in range(3):
+        assert float(per_client[k]) == pytest.approx(
+            accuracy_by_loop(model, result.state["params"], data, data.held_out(k)))
+
+
+def test_probe_positions_follow_a_fixed_sample_of_clients():
+    cohort = list(range(0, 40, 2))
+    first = probe_positions(cohort, 40, 5, seed=3)
+    assert len(first) == 5 and first == sorted(first)
+    assert probe_positions(cohort, 40, 5, seed=3) == first
+    assert probe_positions(cohort[:4], 40, 5, seed=3) == [0, 1, 2, 3]
+    # A later cohort holding the same clients, and others the fixed order ranks after them (here: the
+    # first cohort's unchosen members), probes the same ones.
+    chosen = {cohort[p] for p in first}
+    later = sorted(chosen | set(cohort[p] for p in range(0, len(cohort), 3) if p not in first))
+    assert {later[p] for p in probe_positions(later, 40, 5, seed=3)} == chosen
