@@ -46,7 +46,7 @@ def main(argv=None) -> None:
         write_text(PARAMS_FILE, text)
     write_text(GRID_FILE, GRID_HEADER + yaml.safe_dump({"grid": grid}, sort_keys=True))
     print(f"profile {grid['profile']}: {len(grid['datasets'])} datasets, {len(grid['partitions'])} partitions, "
-          f"{len(grid['runs'])} runs -> {GRID_FILE}")
+          f"{len(grid['run_ids'])} runs, {len(grid['runs'])} run-seed stages -> {GRID_FILE}")
 
 
 if __name__ == "__main__":

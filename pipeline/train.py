@@ -142,6 +142,21 @@ def forgetting_summary(probes: dict) -> dict:
     return summary
 
 
+def log_probe_curves(live, probes: dict) -> None:
+    """The probes as DVCLive curves (`dvc plots diff` compares them across commits): the cohort's
+    forgettable examples (total and its worst client) every `forgettable_every` rounds, and the mean F_k
+    and the worst client's global accuracy at each probe round. Per-client curves: forgetting/."""
+    for round_, per_client in sorted(probes.get("forgettable", {}).items()):
+        live.step = round_
+        live.log_metric("forgettable/cohort_total", int(sum(per_client.values())))
+        live.log_metric("forgettable/client_max", int(max(per_client.values())))
+    for round_, record in sorted(probes.get("rounds", {}).items()):
+        live.step = round_
+        if len(record["clients"]) > 1:
+            live.log_metric("forgetting/mean_local_forgetting", float(torch.nanmean(torch.as_tensor(record["F"]))))
+        live.log_metric("forgetting/worst_client_accuracy", float(record["global_accuracy_spread"]["min"]))
+
+
 def run_dir(settings: dict) -> Path:
     return RUNS_DIR / settings["run"] / f"seed{settings['seed']}"
 
@@ -161,6 +176,7 @@ def write_outputs(settings: dict, history: list[dict], status: str, seconds: lis
             for name in CURVES:
                 if record.get(name) is not None:
                     live.log_metric(name, record[name])
+        log_probe_curves(live, probes)
         summary = {**summarize(settings, history, status), **forgetting_summary(probes)}
         live.summary = {**summary, "step": history[-1]["round"] if history else 0}
     write_json(tmp_dir / "settings.json", settings)

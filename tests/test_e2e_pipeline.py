@@ -106,6 +106,16 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
         assert metrics["forgettable_total"] == sum(int(r.split("\t")[2]) for r in rows[1:])
         timing = json.loads((run_folder(repo.root, PROBED_KEY, seed) / "timing.json").read_text())
         assert timing["probe_seconds_total"] > 0
+        # The cohort's forgettable total as a DVCLive curve, one row per probed round, equal to the tsv's sum.
+        curve = (run_folder(repo.root, PROBED_KEY, seed) / "plots" / "metrics" / "forgettable" /
+                 "cohort_total.tsv").read_text().splitlines()
+        assert len(curve) == 1 + 2
+        assert sum(int(float(r.split("\t")[-1])) for r in curve[1:]) == metrics["forgettable_total"]
+    # The index links the heatmaps and the forgettable curve of the probed run.
+    index = (repo.root / "reports" / "README.md").read_text()
+    assert "## Forgetting probes" in index
+    for name in ("round_1.png", "round_2.png", "forgettable.png"):
+        assert f"(runs/{PROBED_KEY}/seed0/forgetting/{name})" in index
     # The two seeds are two different trainings.
     assert (run_folder(repo.root, PROBED_KEY, 0) / "metrics.json").read_bytes() != \
         (run_folder(repo.root, PROBED_KEY, 1) / "metrics.json").read_bytes()

@@ -9,7 +9,7 @@ from pipeline.config import GRID_FILE, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.report import fedcurv, importance
-from pipeline.report.common import NC, SeededRun, accuracy_cell, fmt, load_results
+from pipeline.report.common import NC, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
 from pipeline.report.seeds import K_LAST, RULE
 
 REPORTS_DIR = Path("reports")
@@ -71,6 +71,51 @@ def seeds_section(results: dict[str, SeededRun]) -> list[str]:
     return lines + [""]
 
 
+def probe_stat(values: list, digits: int = 3) -> str:
+    present = [v for v in values if v is not None]
+    return fmt_stat(present, digits) if present else "—"
+
+
+def forgetting_section(results: dict[str, SeededRun]) -> list[str]:
+    """The runs with forgetting probes: headline numbers over seeds and links to seed 0's figures."""
+    probed = {key: run for key, run in sorted(results.items())
+              if any("mean_local_forgetting" in r.summary or "forgettable_total" in r.summary for r in run.results)}
+    if not probed:
+        return []
+    lines = ["## Forgetting probes", "",
+             "Local client forgetting F_k = mean over the other cohort clients' local models i of "
+             "Acc_k(w_t^i) − Acc_k(w_{t−1}) on client k's held-out data (TCE, section 2; heatmaps: difference, "
+             "post, prior, F_k); worst client / sd = the new global model's accuracy over every client's "
+             "held-out data at the last probe round; forgettable = training samples a client's local model "
+             "got right and the new global model wrong, summed over clients and probed rounds. Mean ± sd over "
+             "seeds; figures of seed 0. Probe cost = the probes' seconds over the rest of a probed round's.", "",
+             "| run | seeds | mean F_k by round | worst client | client sd | forgettable | probe cost | figures |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key, run in probed.items():
+        by_round: dict[str, list] = {}
+        for r in run.results:
+            for name, value in r.summary.get("mean_local_forgetting", {}).items():
+                by_round.setdefault(name, []).append(value)
+        rounds = "; ".join(f"{name.removeprefix('round_')}: {probe_stat(values)}"
+                           for name, values in sorted(by_round.items(), key=lambda item: int(item[0][6:])))
+        worst = probe_stat([r.summary.get("worst_client_accuracy") for r in run.results])
+        spread = probe_stat([r.summary.get("client_accuracy_sd") for r in run.results])
+        forgettable = probe_stat([r.summary.get("forgettable_total") for r in run.results], 0)
+        cost = probe_stat([r.timing.get("probe_fraction_of_probed_rounds") for r in run.results])
+        folder = REPORTS_DIR / "runs" / key / f"seed{run.seeds[0]}" / "forgetting"
+        figures = [f"[{path.stem.replace('round_', 'round ')}](runs/{key}/seed{run.seeds[0]}/forgetting/{path.name})"
+                   for path in sorted(folder.glob("*.png"), key=figure_order)] if folder.is_dir() else []
+        lines.append(f"| {key} | {run.n} | {rounds or '—'} | {worst} | {spread} | {forgettable} | {cost} | "
+                     f"{', '.join(figures) or '—'} |")
+    return lines + [""]
+
+
+def figure_order(path: Path) -> tuple:
+    """round_1, round_30, round_60, then forgettable."""
+    stem = path.stem
+    return (0, int(stem[6:])) if stem.startswith("round_") and stem[6:].isdigit() else (1, 0)
+
+
 def index_markdown(profile: str, results: dict[str, SeededRun], built: list[tuple[str, str, Path]]) -> str:
     lines = ["# Reports", "", f"Built by `dvc repro` from the **{profile}** profile "
              f"({'the papers’ published settings' if profile == 'paper' else 'scaled to a laptop CPU; each table says what was scaled'}).",
@@ -83,6 +128,7 @@ def index_markdown(profile: str, results: dict[str, SeededRun], built: list[tupl
                 lines.append(f"- [{path.name}]({name}/{path.name})")
         lines.append("")
     lines += seeds_section(results)
+    lines += forgetting_section(results)
     lines += ["## Runs", "",
               f"Accuracies as fractions, mean ± sd over the run's seeds; final = after the last round, last {K_LAST} = "
               f"each seed's mean over its last {K_LAST} evaluated rounds; {NC} (k of n diverged) when any seed "

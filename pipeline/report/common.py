@@ -316,6 +316,17 @@ def accuracy_note() -> str:
             "(the non-IID curves swing by 10+ points between rounds)")
 
 
+INPUT_SCALING_WORDS = {"standardize": "standardised per channel (training-set mean and sd)",
+                       "unit": "pixels scaled to [0, 1]"}
+
+
+def input_scaling_note(results: dict[str, SeededRun], why: str) -> str:
+    """How the runs scaled their inputs (from their settings) and why that choice for this paper."""
+    used = sorted({r.settings.get("input_scaling", "standardize") for r in results.values()})
+    text = " / ".join(INPUT_SCALING_WORDS.get(u, u) for u in used) or "no runs"
+    return f"inputs: {text}; {why}"
+
+
 def scaled_note(results: dict[str, SeededRun]) -> list[str]:
     """One line per distinct scaling, naming the keys the default profile changed and their values."""
     seen = {}
