@@ -321,10 +321,13 @@ INPUT_SCALING_WORDS = {"standardize": "standardised per channel (training-set me
 
 
 def input_scaling_note(results: dict[str, SeededRun], why: str) -> str:
-    """How the runs scaled their inputs (from their settings) and why that choice for this paper."""
-    used = sorted({r.settings.get("input_scaling", "standardize") for r in results.values()})
-    text = " / ".join(INPUT_SCALING_WORDS.get(u, u) for u in used) or "no runs"
-    return f"inputs: {text}; {why}"
+    """How the runs scaled their inputs, per dataset (from their settings), and why for this paper."""
+    by_dataset: dict[str, set] = {}
+    for r in results.values():
+        by_dataset.setdefault(r.settings.get("dataset", "?"), set()).add(r.settings.get("input_scaling", "standardize"))
+    text = "; ".join(f"{dataset}: " + " / ".join(INPUT_SCALING_WORDS.get(u, u) for u in sorted(used))
+                     for dataset, used in sorted(by_dataset.items())) or "no runs"
+    return f"inputs: {text} ({why})"
 
 
 def scaled_note(results: dict[str, SeededRun]) -> list[str]:

@@ -83,8 +83,8 @@ def table1(results: dict, published: dict, out_dir: Path, profile: str) -> None:
              f"scaled, the paper's λ / μ at that E); {NO_DIFF} = our setting differs, no difference is computed"
              + (f" ({', '.join(differs)})" if differs else ""),
              f"published: {published['source']}",
-             input_scaling_note(table_runs, "the PyTorch MNIST example the paper cites normalises with "
-                                            "MNIST's mean and sd")]
+             input_scaling_note(table_runs, "as the PyTorch MNIST example the paper cites, which "
+                                            "normalises with MNIST's mean and sd")]
     notes += scaled_note(table_runs)
     if profile == "default":
         notes.append("the default profile is a scaled stand-in (smaller model, fewer local epochs and rounds): "
