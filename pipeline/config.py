@@ -165,7 +165,7 @@ def derive_grid(params) -> dict:
     written by `python -m pipeline.profile` and checked here against params.yaml before every stage.
     Each (run, seed) is its own train stage, keyed `<run>-seed<s>`: adding a seed adds one stage.
     """
-    from pipeline.runs import deep_merge, seed_key
+    from pipeline.runs import RUN_DEFAULTS, deep_merge, seed_key
 
     profile = params["profile"]
 
@@ -178,7 +178,7 @@ def derive_grid(params) -> dict:
             continue
         run = resolved(settings)
         partition = run["partition"]
-        for seed in run.get("seeds", [0]):
+        for seed in run.get("seeds", RUN_DEFAULTS["seeds"]):
             runs[seed_key(key, seed)] = {"run": key, "seed": seed, "partition": partition,
                                          "dataset": params["partitions"][partition]["dataset"]}
     used = {r["partition"] for r in runs.values()}

@@ -18,7 +18,7 @@ PAPERS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
 FEDCURV_PAPER = PAPERS_DIR / "000_b91613fb63fd152f.txt"
 PUBLISHED = yaml.safe_load((Path(fedcurv.__file__).with_name("published.yaml")).read_text())
 TARGET_COLUMNS = [("E50", "0.95"), ("E50", "0.9"), ("E50", "0.85"), ("E10", "0.95"), ("E10", "0.9"), ("E10", "0.85")]
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from helpers import PNG_SIGNATURE
 TABLE1_KEYS = {(algorithm, epochs): f"fedcurv_e{epochs}_{algorithm}"
                for algorithm in ("fedcurv", "fedprox", "fedavg") for epochs in (50, 10)}
 
@@ -88,7 +88,7 @@ def test_published_fedprox_mu_matches_the_params_runs():
 def write_run(root: Path, key: str, algorithm: dict, local_epochs: int, reached: dict | None = None,
               status: str = "ok", accuracy: list[float] | None = None, final_accuracy: float | None = None,
               scaled: dict | None = None, paper: str | None = "fedcurv", seed: int = 0,
-              seeds: list[int] | None = None, seconds: float = 1.5, extra: dict | None = None) -> Path:
+              seconds: float = 1.5, extra: dict | None = None) -> Path:
     """reports/runs/<key>/seed<seed>/ as the train stage leaves it (metrics, settings, timing, one curve).
     paper=None writes settings without a "paper" key (a researcher's own run)."""
     accuracy = accuracy if accuracy is not None else [0.6, 0.8, 0.9]
@@ -101,8 +101,7 @@ def write_run(root: Path, key: str, algorithm: dict, local_epochs: int, reached:
                "step": len(accuracy)}
     (folder / "metrics.json").write_text(json.dumps(summary))
     settings = {"algorithm": algorithm, "local_epochs": local_epochs, "key": key, "client_fraction": 1.0,
-                "targets": [0.95, 0.9, 0.85], "scaled": scaled or {}, "seed": seed,
-                "seeds": seeds if seeds is not None else [seed]}
+                "targets": [0.95, 0.9, 0.85], "scaled": scaled or {}, "seed": seed}
     if paper is not None:
         settings["paper"] = paper
     settings.update(extra or {})
@@ -131,7 +130,7 @@ def write_table1_run(root: Path, algorithm: str, epochs: int, reached=None, seed
     per_seed = reached if isinstance(reached, list) else [reached] * seeds
     for seed, reached_by_seed in enumerate(per_seed):
         write_run(root, key, PAPER_ALGORITHMS[(algorithm, epochs)], epochs, reached_by_seed, seed=seed,
-                  seeds=list(range(len(per_seed))), **kwargs)
+                  **kwargs)
     return key
 
 
@@ -156,10 +155,6 @@ def table1_row(rows: list[dict], algorithm: str) -> dict:
     return row
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 # ---------------------------------------------------------------- loading: one run, its seeds
@@ -182,11 +177,12 @@ def test_load_results_reads_one_seed_as_train_writes_it(workdir):
 
 def test_load_results_groups_the_seeds_of_a_run(workdir):
     for seed, accuracy in zip((0, 1, 2), ([0.5, 0.9], [0.6, 0.8], [0.7, float("nan")])):
-        write_run(workdir, "b", ALGORITHMS["fedavg"], 10, accuracy=accuracy, seed=seed, seeds=[0, 1, 2, 3],
+        write_run(workdir, "b", ALGORITHMS["fedavg"], 10, accuracy=accuracy, seed=seed,
                   status="diverged" if seed == 2 else "ok")
     run = load_results(["b"])["b"]
-    assert run.seeds == [0, 1, 2] and run.n == 3
-    assert run.listed_seeds == [0, 1, 2, 3] and run.missing_seeds == [3]  # seed 3 not trained yet
+    assert run.seeds == [0, 1, 2] and run.n == 3 and run.missing_seeds == []  # by name: what is on disk
+    grid = {f"b-seed{s}": {"run": "b", "seed": s} for s in (0, 1, 2, 3)}
+    assert load_results(grid)["b"].missing_seeds == [3]  # the grid asks for seed 3: not trained yet
     assert run.diverged_count == 1 and run.diverged
     assert run.final_accuracies() == [0.9, 0.8, None]
     assert run.accuracy_means(k=1) == [pytest.approx(90.0), pytest.approx(80.0), None]
@@ -194,8 +190,8 @@ def test_load_results_groups_the_seeds_of_a_run(workdir):
 
 def test_load_results_from_the_grid_groups_by_run_and_takes_only_its_seeds(workdir):
     for seed in (0, 1, 2):
-        write_run(workdir, "c", ALGORITHMS["fedavg"], 10, seed=seed, seeds=[0, 1, 2])
-    write_run(workdir, "d", ALGORITHMS["fedavg"], 10, seed=5, seeds=[5])
+        write_run(workdir, "c", ALGORITHMS["fedavg"], 10, seed=seed)
+    write_run(workdir, "d", ALGORITHMS["fedavg"], 10, seed=5)
     grid_runs = {"c-seed0": {"run": "c", "seed": 0, "dataset": "mnist", "partition": "p"},
                  "c-seed2": {"run": "c", "seed": 2, "dataset": "mnist", "partition": "p"},
                  "d-seed5": {"run": "d", "seed": 5, "dataset": "mnist", "partition": "p"},
@@ -204,15 +200,6 @@ def test_load_results_from_the_grid_groups_by_run_and_takes_only_its_seeds(workd
     assert sorted(results) == ["c", "d"]
     assert results["c"].seeds == [0, 2]  # seed 1 is on disk but not in this grid
     assert results["d"].seeds == [5]
-
-
-def test_load_results_reads_a_run_from_before_seeds_as_its_one_seed(workdir):
-    folder = write_run(workdir, "old", ALGORITHMS["fedavg"], 10, seed=0)
-    for path in folder.iterdir():  # reports/runs/old/<files>: the layout before seeds
-        path.rename(folder.parent / path.name)
-    folder.rmdir()
-    run = load_results(["old"])["old"]
-    assert run.seeds == [0] and run.results[0].accuracy == [0.6, 0.8, 0.9]
 
 
 # ---------------------------------------------------------------- FedCurv Table 1
@@ -518,8 +505,8 @@ def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
     # (inconclusive); E = 10: FedCurv and FedAvg one seed each (inconclusive); FedProx never run (not run).
     table1_runs(workdir, {("fedcurv", 50): [5, 6, 5], ("fedavg", 50): [9, 10, 11], ("fedprox", 50): [14, 15, 16],
                           ("fedcurv", 10): [None], ("fedavg", 10): [7]})
-    write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=0, seeds=[0, 1], seconds=2.0)
-    write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=1, seeds=[0, 1], seconds=3.0,
+    write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=0, seconds=2.0)
+    write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=1, seconds=3.0,
               status="diverged", accuracy=[0.6, float("nan")], final_accuracy=0.6)
     runs = {key: [0, 1, 2] for key in TABLE1_KEYS.values()}
     runs.update({"fedcurv_e10_fedcurv": [0], "fedcurv_e10_fedavg": [0], "my_idea": [0, 1]})

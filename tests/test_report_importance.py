@@ -95,10 +95,6 @@ def test_runs_use_the_papers_settings_and_lambdas():
 # ---------------------------------------------------------------- the report from constructed runs
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def write(root, key, algorithm, accuracy, status="ok", seed=0, **kwargs):
@@ -115,7 +111,7 @@ def write(root, key, algorithm, accuracy, status="ok", seed=0, **kwargs):
 def write_seeds(root, key, algorithm, curves: list[list[float]], **kwargs):
     """A run with one seed per curve."""
     for seed, curve in enumerate(curves):
-        write(root, key, algorithm, curve, seed=seed, seeds=list(range(len(curves))), **kwargs)
+        write(root, key, algorithm, curve, seed=seed, **kwargs)
 
 
 def steady(*finals: float, rounds: int = 6) -> list[list[float]]:
@@ -214,13 +210,28 @@ def test_a_diverged_seed_is_nc_with_how_many(workdir):
 
 def test_a_run_scaled_to_fewer_rounds_is_not_reached_and_has_no_diff(workdir):
     write(workdir, "importance_mnist_cnn_fedavg", FEDAVG, [0.5 + 0.02 * r for r in range(10)],
-          scaled={"rounds": {"paper": 100, "used": 10}, "local_epochs": {"paper": 10, "used": 1}})
+          scaled={"rounds": {"paper": 100, "used": 10}, "local_epochs": {"paper": 10, "used": 1}},
+          extra={"rounds": 10})
     importance.build(load_results(["importance_mnist_cnn_fedavg"]), PUBLISHED, Path("reports/importance"), "default")
     row = {r["method"]: r for r in rows_of(workdir / "reports/importance/table3.csv")}["FedAvg"]
     assert row["10 rounds cnn ours"] == "64.00 (n=1)"  # rounds 6-10: 60, 62, 64, 66, 68
     assert row["10 rounds cnn last round"] == "68.00 (n=1)"
     assert (row["10 rounds cnn paper"], row["10 rounds cnn diff"]) == ("61.94", NO_DIFF)  # E = 1, not the paper's 10
     assert row["100 rounds cnn ours"] == "not reached"
+
+
+def test_a_run_scaled_to_fewer_rounds_is_not_reached_even_when_a_seed_diverged(workdir):
+    # Seed 1 diverged in round 2: the 100-round column is still "not reached" (the run stops at 10), not
+    # "NC (2 of 2 diverged)" as when the check looked at the curve's last round.
+    scaled = {"rounds": {"paper": 100, "used": 10}, "local_epochs": {"paper": 10, "used": 1}}
+    write(workdir, "importance_mnist_cnn_fedavg", FEDAVG, [0.5 + 0.02 * r for r in range(10)], scaled=scaled,
+          extra={"rounds": 10})
+    write(workdir, "importance_mnist_cnn_fedavg", FEDAVG, [0.5, float("nan")], status="diverged", seed=1,
+          scaled=scaled, extra={"rounds": 10})
+    importance.build(load_results(["importance_mnist_cnn_fedavg"]), PUBLISHED, Path("reports/importance"), "default")
+    row = {r["method"]: r for r in rows_of(workdir / "reports/importance/table3.csv")}["FedAvg"]
+    assert row["100 rounds cnn ours"] == "not reached"
+    assert row["10 rounds cnn ours"] == "NC (1 of 2 diverged)"
     markdown = (workdir / "reports/importance/table3.md").read_text()
     assert "local_epochs 10 -> 1, rounds 100 -> 10" in markdown and f"{NO_DIFF} = our setting differs" in markdown
 
@@ -339,7 +350,7 @@ def test_figure_legends_come_from_the_runs_settings(workdir, monkeypatch):
 def test_the_published_lambda_claim_across_seeds(workdir):
     key = "importance_mnist_mlp_ours"
     for seed in (0, 1):
-        write(workdir, key, {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged", seed=seed, seeds=[0, 1])
+        write(workdir, key, {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged", seed=seed)
     claim = build(workdir)["mnist-mlp-published-lambda-trains"]
     assert claim.status == "failed" and claim.seeds == "2"
     assert "2 of 2 seed(s) diverged" in claim.evidence

@@ -33,7 +33,7 @@ def claims_markdown(claims: list, profile: str) -> str:
 def seeds_cell(run: SeededRun) -> str:
     text = f"{run.n} ({', '.join(map(str, run.seeds))})"
     if run.missing_seeds:
-        text = (f"{run.n} of {len(run.listed_seeds)} ({', '.join(map(str, run.seeds))}; no results yet for "
+        text = (f"{run.n} of {len(run.wanted)} ({', '.join(map(str, run.seeds))}; no results yet for "
                 f"{', '.join(map(str, run.missing_seeds))})")
     return text
 

@@ -2,9 +2,7 @@
 beside ours, figures, and claims decided on our numbers by the one rule of seeds.py.
 
 Layout read (written by the train stage): reports/runs/<run>/seed<s>/ holds metrics.json,
-settings.json (with "seed" and "seeds", every seed the run lists), timing.json and
-plots/metrics/<name>.tsv. A run trained before seeds existed (reports/runs/<run>/metrics.json directly)
-is read as its one seed.
+settings.json (with "seed"), timing.json and plots/metrics/<name>.tsv.
 """
 from __future__ import annotations
 
@@ -84,6 +82,7 @@ class SeededRun:
     """A run over the seeds that have results: per-seed values for tables and claims."""
     run: str
     results: list[RunResult]  # sorted by seed
+    wanted: list[int] | None = None  # the seeds the grid asks for (None: whatever is on disk)
 
     @property
     def key(self) -> str:
@@ -110,16 +109,9 @@ class SeededRun:
         return self.settings.get("scaled") or {}
 
     @property
-    def listed_seeds(self) -> list[int]:
-        """Every seed the run lists (settings "seeds"); those without results are missing_seeds."""
-        listed = set(self.seeds)
-        for result in self.results:
-            listed |= {int(s) for s in result.settings.get("seeds") or []}
-        return sorted(listed)
-
-    @property
     def missing_seeds(self) -> list[int]:
-        return [s for s in self.listed_seeds if s not in self.seeds]
+        """Seeds the grid asks for that have no results yet."""
+        return sorted(set(self.wanted or []) - set(self.seeds))
 
     @property
     def diverged_count(self) -> int:
@@ -173,14 +165,13 @@ def read_tsv_column(path: Path, column: str) -> tuple[list[int], list[float]]:
     return [int(r["step"]) for r in rows], [float(r[column]) for r in rows]
 
 
-def read_seed(folder: Path, run: str, seed: int | None = None) -> RunResult | None:
+def read_seed(folder: Path, run: str, seed: int) -> RunResult | None:
     """One seed's results from `folder` (None if it has no metrics.json yet)."""
     if not (folder / "metrics.json").is_file():
         return None
     settings = json.loads((folder / "settings.json").read_text())
     rounds, accuracy = read_tsv_column(folder / "plots" / "metrics" / "test_accuracy.tsv", "test_accuracy")
     timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
-    seed = seed if seed is not None else int(settings.get("seed", 0))
     return RunResult(run, seed, settings, json.loads((folder / "metrics.json").read_text()), rounds, accuracy,
                      timing)
 
@@ -195,33 +186,22 @@ def seeds_on_disk(run: str, runs_dir: Path) -> list[int]:
 def load_results(runs, runs_dir: Path = RUNS_DIR) -> dict[str, SeededRun]:
     """The results of the runs that exist, grouped by run: {run: SeededRun}.
 
-    `runs` is grid.yaml's `grid.runs` (`<run>-seed<s>` -> {run, seed, ...}: exactly those seeds) or an
-    iterable of run names (every seed<s>/ folder found). A grid entry without "run" is a run name.
-    A run with no seed folder but a metrics.json of its own (trained before seeds) is read as one seed.
-    Runs or seeds without results (not trained yet, outside the active profile) are absent.
+    `runs` is grid.yaml's `grid.runs` (`<run>-seed<s>` -> {run, seed, ...}: exactly those seeds, the
+    others named missing) or an iterable of run names (every seed<s>/ folder found). Runs or seeds without
+    results (not trained yet, outside the active profile) are absent.
     """
-    wanted: dict[str, list[int] | None] = {}  # run -> its seeds (None: whatever is on disk)
+    wanted: dict[str, list[int] | None] = {}
     if isinstance(runs, dict):
-        for key, entry in runs.items():
-            entry = entry or {}
-            if "run" in entry and entry.get("seed") is not None:
-                seeds = wanted.setdefault(entry["run"], [])
-                if seeds is not None:
-                    seeds.append(int(entry["seed"]))
-            else:
-                wanted[entry.get("run", key)] = None
+        for entry in runs.values():
+            wanted.setdefault(entry["run"], []).append(int(entry["seed"]))
     else:
-        for run in runs:
-            wanted[run] = None
+        wanted = {run: None for run in runs}
     found = {}
     for run, seeds in wanted.items():
-        seeds = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
-        results = [r for s in seeds if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
-        if not results and not seeds_on_disk(run, runs_dir):
-            legacy = read_seed(runs_dir / run, run)
-            results = [legacy] if legacy is not None else []
+        present = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
+        results = [r for s in present if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
         if results:
-            found[run] = SeededRun(run, sorted(results, key=lambda r: r.seed))
+            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None)
     return found
 
 
@@ -253,10 +233,8 @@ def accuracy_cell(values: list, digits: int = 2) -> str:
     if not values:
         return NOT_RUN
     missing = sum(not has_value(v) for v in values)
-    if missing == len(values):
-        return NC if len(values) == 1 else f"{NC} ({missing} of {len(values)} diverged)"
     if missing:
-        return f"{NC} ({missing} of {len(values)} diverged)"
+        return NC if len(values) == 1 else f"{NC} ({missing} of {len(values)} diverged)"
     return fmt_stat(values, digits)
 
 

@@ -174,9 +174,8 @@ def ablation_row(label, method, results, published, stable, models=("mlp", "cnn"
                 row += ["", "", fmt(paper, 2), ""]
                 continue
             result = results.get(run_key("mnist", model, method, stable=stable))
-            if (result is not None and not result.diverged and result.last_round is not None
-                    and result.last_round < rounds):
-                row += ["not reached", "", fmt(paper, 2), ""]  # the default profile stopped this run earlier
+            if result is not None and result.settings.get("rounds", rounds) < rounds:
+                row += ["not reached", "", fmt(paper, 2), ""]  # the default profile stops this run earlier
                 continue
             row += cell(result, paper, matches(result, "mnist", model, method, published), rounds)
             if rounds == 10 and lambda_of(result):
