@@ -13,6 +13,7 @@ import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VENV_BIN = Path(sys.executable).parent
 STAGE_LINE = re.compile(r"Running stage '([^']+)'")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.clientdata import ClientData, channel_stats
+from pipeline.runs import RUN_DEFAULTS
 
 SHAPE = (4, 4, 1)
 CLASSES = 3
@@ -17,4 +18,10 @@ def make_data(sizes, shape=SHAPE, classes=CLASSES, seed=0) -> ClientData:
     y = torch.randint(0, classes, (n,), generator=g)
     clients = [part.clone() for part in torch.randperm(n, generator=g).split(list(sizes))]
     mean, std = channel_stats(x)
-    return ClientData(x, y, clients, mean, std)
+    return ClientData(x, y, clients, mean, std, classes=classes)
+
+
+def run_settings(seed: int, **overrides) -> dict:
+    """A run's resolved settings for engine tests: RUN_DEFAULTS, small batches, plain SGD, then `overrides`."""
+    return {**RUN_DEFAULTS, "seed": seed, "client_fraction": 1.0, "lr": 0.05, "momentum": 0.0,
+            "weight_decay": 0.0, "local_epochs": 2, "batch_size": 4, **overrides}

@@ -14,18 +14,15 @@ from pipeline.algorithms import check_algorithm, fedavg, fedcurv, fedprox, resol
 from pipeline.clientdata import ClientData
 from pipeline.cohort import add_penalty_gradient
 from pipeline.rounds import aggregate_round, initial_state, run_round, server_state
-from pipeline.runs import RUN_DEFAULTS
 
-from synthetic import CLASSES, SHAPE, make_data
+from synthetic import CLASSES, SHAPE, make_data, run_settings
 
 
 # ---------------------------------------------------------------- helpers
 
 
 def settings(**overrides) -> dict:
-    base = {**RUN_DEFAULTS, "seed": 3, "client_fraction": 1.0, "lr": 0.1, "momentum": 0.0, "weight_decay": 0.0,
-            "local_epochs": 1, "batch_size": 4}
-    return {**base, **overrides}
+    return run_settings(3, **{"lr": 0.1, "local_epochs": 1, **overrides})
 
 
 def initial_params(model) -> dict:

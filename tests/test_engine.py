@@ -15,7 +15,6 @@ from pipeline.clientdata import ClientData, client_schedule, local_batches, samp
 from pipeline.cohort import cohort_chunk_size
 from pipeline.metrics import rounds_to_accuracy
 from pipeline.rounds import initial_state, run_round
-from pipeline.runs import RUN_DEFAULTS
 
 import synthetic
 from synthetic import CLASSES, SHAPE
@@ -36,9 +35,7 @@ def make_model(hidden=(6,), seed=0):
 
 
 def settings(**overrides) -> dict:
-    base = {**RUN_DEFAULTS, "seed": 4, "client_fraction": 0.5, "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-3,
-            "local_epochs": 2, "batch_size": 4}
-    return {**base, **overrides}
+    return synthetic.run_settings(4, **{"client_fraction": 0.5, "momentum": 0.9, "weight_decay": 1e-3, **overrides})
 
 
 def run(algorithm, hp, rounds, data, run_settings, **kwargs):

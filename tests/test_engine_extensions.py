@@ -13,21 +13,17 @@ from pipeline.algorithms import fedavg, fedcurv
 from pipeline.clientdata import ClientData
 from pipeline.losses import client_logit_mask, per_sample_loss
 from pipeline.rounds import initial_state, probe_positions, run_round
-from pipeline.runs import RUN_DEFAULTS
 
 IMAGE = (8, 8, 1)
 CLASSES = 4
 
 
 def make_data(sizes=(6, 9, 5), shape=IMAGE, classes=CLASSES, seed=0) -> ClientData:
-    data = synthetic.make_data(list(sizes), shape=shape, classes=classes, seed=seed)
-    data.classes = classes
-    return data
+    return synthetic.make_data(list(sizes), shape=shape, classes=classes, seed=seed)
 
 
 def settings(**overrides) -> dict:
-    return {**RUN_DEFAULTS, "seed": 7, "client_fraction": 1.0, "lr": 0.05, "local_epochs": 2, "batch_size": 4,
-            **overrides}
+    return synthetic.run_settings(7, **overrides)
 
 
 def build(name, seed=0):

@@ -13,7 +13,7 @@ from pipeline.forgetting import (accuracy_spread, forgettable_counts, forgetting
                                  plot_forgettable_curves, plot_forgetting_heatmaps, read_probe, tick_positions,
                                  total_forgetting_events, write_probe)
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+from helpers import PNG_SIGNATURE
 T, F_ = True, False
 
 

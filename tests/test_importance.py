@@ -11,9 +11,8 @@ from pipeline.algorithms.path_score import PathScore
 from pipeline.cohort import add_penalty_gradient
 from pipeline.optimizers import SGD
 from pipeline.rounds import aggregate_round, initial_state, run_round, server_state
-from pipeline.runs import RUN_DEFAULTS
 
-from synthetic import CLASSES, SHAPE, make_data
+from synthetic import CLASSES, SHAPE, make_data, run_settings
 
 SHAPES = {"0.weight": (3, 4), "0.bias": (3,), "2.weight": (2, 3)}
 
@@ -33,9 +32,7 @@ def random_tree(generator, nonnegative=False, zero_fraction=0.0) -> dict:
 
 
 def settings(**overrides) -> dict:
-    base = {**RUN_DEFAULTS, "seed": 5, "client_fraction": 1.0, "lr": 0.05, "momentum": 0.0, "weight_decay": 0.0,
-            "local_epochs": 2, "batch_size": 4}
-    return {**base, **overrides}
+    return run_settings(5, **overrides)
 
 
 def run_rounds(algorithm, algorithm_hp, rounds, data, run_settings):
