@@ -2,9 +2,10 @@
 
 The dataset stays as uint8 images; a client is a tensor of sample indices into it (its training
 samples, and its held-out validation samples when the partition has them). Randomness never depends on
-execution order: which clients a round samples, each client's batch order, its dropout masks and its
-data augmentation all come from generators seeded by (seed, round, client, purpose), so the vectorized
-and the sequential path, any cohort chunking and a resumed run all draw the same numbers.
+execution order: which clients a round samples, each client's batch order and its dropout masks all
+come from generators seeded by (seed, round, client, purpose) (a new kind of draw takes a new purpose
+stream below), so the vectorized and the sequential path, any cohort chunking and a resumed run all
+draw the same numbers.
 """
 from __future__ import annotations
 

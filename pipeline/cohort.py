@@ -113,8 +113,10 @@ def mask_shapes(model, example_input: torch.Tensor) -> dict:
 # ---------------------------------------------------------------- the local objective
 
 def make_objective(model, algorithm, hp):
-    """objective(params, extra, x, y, w, keep, shared, ctx) -> (total, data_loss) for one client and
-    one batch; `extra` holds buffers and dropout masks, `keep` the loss's logit mask (or None).
+    """objective(params, extra, x, y, w, keep, shared, ctx) -> (total, (data_loss, correct)) for one
+    client and one batch; `extra` holds buffers and dropout masks, `keep` the loss's logit mask (or None),
+    `correct` says which samples this forward pass (before the step) classified right, over all classes:
+    the presentations that example-forgetting events are counted from.
 
     When the algorithm gives its penalty's gradient in closed form (`penalty_affine`), the objective is
     the data loss alone and `add_penalty_gradient` adds that gradient outside vmap: the same numbers,
@@ -129,7 +131,8 @@ def make_objective(model, algorithm, hp):
         data_loss = (per_sample * w).sum() / count.clamp_min(1.0)
         total = data_loss if closed_form else data_loss + algorithm.penalty(params, shared, ctx, hp)
         # A client with no samples in this step (finished or padding) contributes nothing at all.
-        return total * (count > 0), data_loss
+        correct = logits.detach().argmax(-1) == y
+        return total * (count > 0), (data_loss, correct)
     return objective
 
 
@@ -190,6 +193,7 @@ class CohortJob:
     keep: torch.Tensor | None  # [clients, classes] logit mask of the loss, None = all classes
     dropout: DropoutDraws
     tracker_factory: object = None  # () -> tracker, or None
+    record_correct: bool = False  # keep each presentation's correctness (example-forgetting events)
     objective: object = field(default=None)
 
     def __post_init__(self):
@@ -202,14 +206,21 @@ class CohortOutcome:
     losses: torch.Tensor  # each client's mean data loss over its steps
     steps: torch.Tensor  # each client's number of local steps
     tracker: object = None  # the tracker holding every client's observations (or None)
+    correct: torch.Tensor | None = None  # [steps, clients, batch]: right at that presentation (record_correct)
+
+
+def by_hand_applies(job: CohortJob) -> bool:
+    """The hand-written batched MLP layers give the gradients (pipeline.cohort_mlp); they do not report
+    each presentation's correctness, so a run that records it takes vmap."""
+    return cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine") and not job.record_correct
 
 
 def fused_sgd_applies(job: CohortJob) -> bool:
     """Plain SGD on a plain MLP with a closed-form penalty and no tracker: the whole step, the
     penalty's pull included, runs inside the hand-written backward pass."""
     opt = job.optimizer
-    return (cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine")
-            and job.tracker_factory is None and isinstance(opt, SGD) and not opt.momentum and not opt.weight_decay)
+    return (by_hand_applies(job) and job.tracker_factory is None and isinstance(opt, SGD) and not opt.momentum
+            and not opt.weight_decay)
 
 
 def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
@@ -220,13 +231,14 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     keep_dim = None if job.keep is None else 0
     step_fn = vmap(grad_and_value(job.objective, has_aux=True), in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0))
     affine = closed_form_penalty(job.algorithm, job.hp, job.shared, job.contexts)
-    by_hand = cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine")
+    by_hand = by_hand_applies(job)
     fused = fused_sgd_applies(job)
     pull = fused and penalty_pull(affine, job.optimizer.lr)
     tracker = job.tracker_factory() if job.tracker_factory else None
     opt_state: dict = {}
     loss_sum = torch.zeros(index.shape[1], device=weight.device)
     steps_done = torch.zeros(index.shape[1], device=weight.device)
+    correct = torch.zeros(index.shape, dtype=torch.bool, device=weight.device) if job.record_correct else None
     for s in range(index.shape[0]):
         w = weight[s]
         active = w.sum(1) > 0
@@ -239,14 +251,17 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
                 data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep)
             else:
                 masks = job.dropout.stacked(active)
-                data_grads, (_, data_loss) = step_fn(stacked, masks, x, y, w, job.keep, job.shared, job.contexts)
+                data_grads, (_, (data_loss, right)) = step_fn(stacked, masks, x, y, w, job.keep, job.shared,
+                                                              job.contexts)
+                if correct is not None:
+                    correct[s] = right & (w > 0)
             grads = add_penalty_gradient(data_grads, affine, stacked)
             taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=tracker is not None)
             if tracker is not None:
                 tracker.update(data_grads, taken, active)
         loss_sum += data_loss.detach() * active
         steps_done += active
-    return CohortOutcome(loss_sum / steps_done.clamp_min(1), steps_done.long(), tracker)
+    return CohortOutcome(loss_sum / steps_done.clamp_min(1), steps_done.long(), tracker, correct)
 
 
 def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
@@ -256,6 +271,7 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     index, weight = job.index, job.weight
     tracker = job.tracker_factory() if job.tracker_factory else None
     losses, steps = [], []
+    correct = torch.zeros(index.shape, dtype=torch.bool, device=weight.device) if job.record_correct else None
     for c in range(index.shape[1]):
         params = {name: value[c].clone() for name, value in stacked.items()}
         own_buffers = {name: value[c].clone() for name, value in buffers.items()}
@@ -270,11 +286,13 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             if w.sum() == 0:
                 continue
             samples, masks = index[s, c], job.dropout.one(c)
-            if not bool(w.all()):  # a short last batch: padding must not enter BatchNorm's batch statistics
-                present = w > 0
+            present = w > 0
+            if not bool(present.all()):  # a short last batch: padding must not enter BatchNorm's batch statistics
                 samples, w, masks = samples[present], w[present], {k: m[present] for k, m in masks.items()}
-            data_grads, (_, data_loss) = step_fn(params, {**own_buffers, **masks}, job.data.inputs(samples),
-                                                 job.data.y[samples], w, keep, job.shared, ctx)
+            data_grads, (_, (data_loss, right)) = step_fn(params, {**own_buffers, **masks}, job.data.inputs(samples),
+                                                          job.data.y[samples], w, keep, job.shared, ctx)
+            if correct is not None:
+                correct[s, c, present] = right
             grads = add_penalty_gradient(data_grads, affine, params)
             taken = job.optimizer.step(params, grads, opt_state, torch.tensor(True), keep_steps=own_tracker is not None)
             if own_tracker is not None:
@@ -289,7 +307,7 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             tracker.set_client(c, own_tracker, stacked)
         losses.append(loss_sum / max(steps_done, 1))
         steps.append(steps_done)
-    return CohortOutcome(torch.tensor(losses), torch.tensor(steps), tracker)
+    return CohortOutcome(torch.tensor(losses), torch.tensor(steps), tracker, correct)
 
 
 def slice_tree(value, c):

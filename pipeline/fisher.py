@@ -18,10 +18,13 @@ from pipeline.models import KeyedDropout
 LAYER_STACK = (nn.Linear, nn.Conv2d, nn.ReLU, nn.Flatten, nn.Dropout, KeyedDropout, nn.MaxPool2d)
 
 
-def per_sample_log_likelihood_grads(model, params, x, y):
-    """Gradients of log p(y_i|x_i) for every sample: dict name -> tensor [N, *param.shape]."""
+def per_sample_log_likelihood_grads(model, params, x, y, buffers=None):
+    """Gradients of log p(y_i|x_i) for every sample: dict name -> tensor [N, *param.shape]. Buffers
+    (BatchNorm's running statistics, used as constants in eval mode) enter the forward pass only."""
+    buffers = buffers or {}
+
     def log_likelihood(p, xi, yi):
-        logits = functional_call(model, p, (xi.unsqueeze(0),))
+        logits = functional_call(model, {**p, **buffers}, (xi.unsqueeze(0),))
         return -F.cross_entropy(logits, yi.unsqueeze(0))
 
     return vmap(grad(log_likelihood), in_dims=(None, 0, 0))(params, x, y)
@@ -89,15 +92,18 @@ def conv_squared_weight_grads(layer, a: torch.Tensor, g: torch.Tensor) -> torch.
 
 
 def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, labels: str = "true",
-                    generator: torch.Generator | None = None, chunk: int = 256) -> dict:
-    """Mean of per-sample squared gradients over (x, y); x already model input. Model in eval mode."""
+                    generator: torch.Generator | None = None, chunk: int = 256, buffers: dict | None = None) -> dict:
+    """Mean of per-sample squared gradients over (x, y) for each parameter; x already model input. Model
+    in eval mode; `buffers` (BatchNorm running statistics) are used, not differentiated."""
     was_training = model.training
     model.eval()
     params = {name: value.detach() for name, value in params.items()}
+    buffers = {name: value.detach() for name, value in (buffers or {}).items()}
     total = {name: torch.zeros_like(value) for name, value in params.items()}
     with torch.no_grad():
         if labels == "sampled":
-            logits = torch.cat([functional_call(model, params, (x[i:i + chunk],)) for i in range(0, len(x), chunk)])
+            logits = torch.cat([functional_call(model, {**params, **buffers}, (x[i:i + chunk],))
+                                for i in range(0, len(x), chunk)])
             # Sampled on the CPU, where the (seed, round, client) generator lives, whatever the device.
             probabilities = F.softmax(logits, dim=1).cpu()
             y = torch.multinomial(probabilities, 1, generator=generator).squeeze(1).to(x.device)
@@ -108,7 +114,7 @@ def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, label
                 for name, value in layer_stack_squared_grads(model, params, xs, ys).items():
                     total[name] += value
             continue
-        for name, g in per_sample_log_likelihood_grads(model, params, xs, ys).items():
+        for name, g in per_sample_log_likelihood_grads(model, params, xs, ys, buffers).items():
             total[name] += (g * g).sum(0)
     model.train(was_training)
     return {name: value / len(x) for name, value in total.items()}
@@ -123,5 +129,5 @@ def client_fisher(local, hp: dict) -> dict:
     generator = local.generator(FISHER_STREAM)
     if hp.get("fisher_samples") and hp["fisher_samples"] < len(indices):
         indices = indices[torch.randperm(len(indices), generator=generator)[:hp["fisher_samples"]]]
-    return diagonal_fisher(local.model, {**local.params, **local.buffers}, local.data.inputs(indices),
-                           local.data.y[indices], hp["fisher_labels"], generator)
+    return diagonal_fisher(local.model, local.params, local.data.inputs(indices), local.data.y[indices],
+                           hp["fisher_labels"], generator, buffers=local.buffers)

@@ -107,6 +107,44 @@ def total_forgetting_events(correct: torch.Tensor) -> int:
     return int(forgetting_events(correct).sum())
 
 
+def new_presentation_record(size: int, device=None) -> dict:
+    """A client's presentation history in a compact form: `last` is its examples' correctness at their
+    latest presentation (-1: never presented yet), `forgets` their forgetting events so far."""
+    return {"last": torch.full((size,), -1, dtype=torch.int8, device=device),
+            "forgets": torch.zeros(size, dtype=torch.int32, device=device)}
+
+
+def record_presentations(record: dict, positions: torch.Tensor, correct: torch.Tensor) -> int:
+    """Add presentations, in training order, to a client's record (in place); returns the forgetting
+    events they contain. `positions[s, b]` is which of the client's examples step s presented in slot b
+    (-1: none, a padded slot), `correct[s, b]` whether the forward pass of that step got it right.
+
+    The streaming form of `forgetting_events`: the same events, without keeping every presentation.
+    Within a step an example appears at most once, so steps are applied one after another."""
+    last, forgets = record["last"], record["forgets"]
+    events = 0
+    for step_positions, step_correct in zip(positions, correct):
+        present = step_positions >= 0
+        where, now = step_positions[present], step_correct[present]
+        forgotten = (last[where] == 1) & ~now
+        forgets[where] += forgotten.to(forgets.dtype)
+        events += int(forgotten.sum())
+        last[where] = now.to(last.dtype)
+    return events
+
+
+def presentation_summary(records: dict) -> dict:
+    """Toneva et al.'s counts over all clients' examples: forgetting events, examples forgotten at least
+    once, unforgettable (learned, never forgotten) and never learned (never right at a presentation,
+    or never presented)."""
+    last = torch.cat([r["last"] for r in records.values()]) if records else torch.zeros(0, dtype=torch.int8)
+    forgets = torch.cat([r["forgets"] for r in records.values()]) if records else torch.zeros(0, dtype=torch.int32)
+    learned = (forgets > 0) | (last == 1)
+    return {"forgetting_events": int(forgets.sum()), "forgotten_examples": int((forgets > 0).sum()),
+            "unforgettable_examples": int((learned & (forgets == 0)).sum()),
+            "never_learned_examples": int((~learned).sum())}
+
+
 def accuracy_spread(per_client: torch.Tensor) -> dict:
     """Mean, spread and extremes of per-client accuracies (shape [K], K ≥ 1).
 

@@ -3,7 +3,8 @@
 The server state is a dict: "params" (the global model), "buffers" (BatchNorm running statistics,
 averaged with the same sample-size weights as FedAvg's parameters; `num_batches_tracked` takes the
 cohort's largest count, since it only matters for BatchNorm's cumulative averaging, which no model here
-uses), "clients" (one store of what the server keeps per client: FedCurv's last uploads, SCAFFOLD's
+uses), "presentations" (with `example_events`: each client's example-forgetting record, see
+pipeline.forgetting.record_presentations), "clients" (one store of what the server keeps per client: FedCurv's last uploads, SCAFFOLD's
 control variates, ...; an algorithm says what with `remember(upload, hp)`), and whatever the
 algorithm's `init_state` adds.
 
@@ -22,8 +23,8 @@ import torch
 
 from pipeline import forgetting
 from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule, generator_for, sample_cohort
-from pipeline.cohort import (CohortJob, DropoutDraws, cohort_chunk_size, repeat_for, stack_trees, train_sequential,
-                             train_vectorized)
+from pipeline.cohort import (CohortJob, DropoutDraws, cohort_chunk_size, repeat_for, slice_tree, stack_trees,
+                             train_sequential, train_vectorized)
 from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
 from pipeline.models import model_buffers
@@ -74,6 +75,7 @@ class RoundResult:
     diverged: bool
     cohort: list[int] = field(default_factory=list)
     view: "RoundView | None" = None
+    example_events: int | None = None  # forgetting events among this round's presentations (example_events)
     probe_seconds: float = 0.0
 
 
@@ -98,8 +100,9 @@ class RoundView:
         local_correct, valid = cohort_correct_on_own(self.model, self.stacked_locals(list(range(len(self.locals)))),
                                                      self.data, own)
         global_correct = torch.zeros_like(local_correct)
-        for c, index in enumerate(own):
-            global_correct[c, :len(index)] = correct_predictions(self.model, self.full(self.new), self.data, index)
+        everyone = correct_predictions(self.model, self.full(self.new), self.data, torch.cat(own))  # one pass
+        for c, right in enumerate(everyone.split([len(index) for index in own])):
+            global_correct[c, :len(right)] = right
         return forgetting.forgettable_counts(local_correct, global_correct, valid)
 
     def local_forgetting(self, positions: list[int]) -> dict:
@@ -167,7 +170,7 @@ def weighted_buffers(buffers: list[dict], weights: list[float]) -> dict:
 
 
 def train_chunk(model, algorithm, hp, state, data, settings, round_, members, vectorized, shared, optimizer):
-    """Train one chunk of the cohort; returns (LocalResults, mean losses)."""
+    """Train one chunk of the cohort; returns (LocalResults, mean losses, presentations' correctness or None)."""
     seed = settings["seed"]
     index, weight = cohort_schedule(data, members, settings["local_epochs"], settings["batch_size"], seed, round_)
     stacked = repeat_for(state["params"], len(members))
@@ -177,7 +180,7 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
     job = CohortJob(model, algorithm, hp, data, optimizer, shared, contexts, index, weight,
                     client_logit_mask(settings["loss"], data, members),
                     DropoutDraws(model, members, seed, round_, settings["batch_size"], data.inputs(index[0, 0, :1])),
-                    tracker_factory)
+                    tracker_factory, record_correct=settings.get("example_events", False))
     model.train()
     outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
     results = []
@@ -186,16 +189,26 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
             client=client, start=state["params"],
             params={name: value[c].detach().clone() for name, value in stacked.items()},
             buffers={name: value[c].detach().clone() for name, value in buffers.items()},
-            steps=int(outcome.steps[c]), context=slice_context(contexts, c), shared=shared,
+            steps=int(outcome.steps[c]), context=slice_tree(contexts, c), shared=shared,
             tracked=outcome.tracker.client_result(c) if outcome.tracker is not None else None,
             model=model, data=data, seed=seed, round=round_))
-    return results, outcome.losses
+    return results, outcome.losses, None if outcome.correct is None else (index, weight, outcome.correct)
 
 
-def slice_context(contexts, c):
-    if isinstance(contexts, dict):
-        return {k: slice_context(v, c) for k, v in contexts.items()}
-    return contexts[c]
+def record_chunk_presentations(records: dict, data: ClientData, members: list[int], presented) -> int:
+    """A chunk's presentations added to its clients' records (new records, the old ones untouched);
+    returns the forgetting events among them."""
+    index, weight, correct = presented
+    events = 0
+    for c, client in enumerate(members):
+        own = data.clients[client]
+        position = torch.full((len(data.y),), -1, dtype=torch.long, device=own.device)
+        position[own] = torch.arange(len(own), device=own.device)
+        positions = torch.where(weight[:, c] > 0, position[index[:, c]], -1)
+        old = records.get(client) or forgetting.new_presentation_record(len(own), own.device)
+        records[client] = {name: value.clone() for name, value in old.items()}
+        events += forgetting.record_presentations(records[client], positions, correct[:, c])
+    return events
 
 
 def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dict, round_: int,
@@ -209,12 +222,15 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
     shared = algorithm.shared_context(state, hp)
     chunk = max_chunk or cohort_chunk_size(state["params"])
     locals_, losses = [], []
+    presentations, events = dict(state.get("presentations", {})), None
     for start in range(0, len(cohort), chunk):
         members = cohort[start:start + chunk]
-        results, chunk_losses = train_chunk(model, algorithm, hp, state, data, settings, round_, members, vectorized,
-                                            shared, optimizer)
+        results, chunk_losses, presented = train_chunk(model, algorithm, hp, state, data, settings, round_, members,
+                                                       vectorized, shared, optimizer)
         locals_ += results
         losses.append(chunk_losses)
+        if presented is not None:
+            events = (events or 0) + record_chunk_presentations(presentations, data, members, presented)
     uploads = [{"client": local.client, **algorithm.client_upload(local, hp)} for local in locals_]
     train_loss = torch.cat(losses)
     sizes = [len(data.clients[k]) for k in cohort]
@@ -227,6 +243,8 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
     if diverged:
         return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
     new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_])
+    if events is not None:
+        new_state["presentations"] = presentations
     view = None
     if probe or hasattr(algorithm, "after_aggregate"):
         view = RoundView(model, data, locals_, state, new_state)
@@ -234,7 +252,7 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
         new_state = algorithm.after_aggregate(new_state, view, hp)
         view.new = new_state
     return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, False, cohort,
-                       view if probe else None)
+                       view if probe else None, events)
 
 
 def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers) -> dict:

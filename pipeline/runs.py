@@ -33,6 +33,7 @@ RUN_DEFAULTS = {
     "probe_rounds": [],  # local client forgetting and per-client accuracy at these rounds
     "probe_clients": 10,  # at most this many cohort clients in a forgetting heatmap
     "forgettable_every": 0,  # forgettable examples every t rounds (0: never)
+    "example_events": False,  # count example-forgetting events over every local presentation (Toneva et al.)
     "checkpoint_every": 10,
     "note": "",
 }
@@ -92,6 +93,8 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
             problems.append(f"{path}.probe_rounds: {late!r} after the last round ({rounds}); expected rounds in [1, {rounds}]")
     if "forgettable_every" in run:
         problems += check_int(f"{path}.forgettable_every", run["forgettable_every"], 0)
+    if "example_events" in run and not isinstance(run["example_events"], bool):
+        problems.append(f"{path}.example_events: {run['example_events']!r} is not allowed; expected true or false")
     for key, choices in (("optimizer", OPTIMIZERS), ("loss", LOSSES), ("input_scaling", INPUT_SCALINGS)):
         if key in run:
             problems += check_choice(f"{path}.{key}", run[key], choices)

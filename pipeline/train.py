@@ -16,7 +16,11 @@ resolved settings: a killed run resumes from there, and a changed setting never 
 Forgetting probes (pipeline.forgetting), at the rounds the run lists: local client forgetting (F_ki,
 F_k) of up to `probe_clients` cohort clients and the global model's accuracy on every client's held-out
 data (`probe_rounds`), and forgettable examples per cohort client every `forgettable_every` rounds.
-They go to the run's forgetting/ folder; their cost is timed apart (timing.json).
+They go to the run's forgetting/ folder; their cost is timed apart (timing.json). With `example_events`,
+every local presentation of a training example is scored (the training forward pass, before its step)
+and example-forgetting events are counted (Toneva et al.): per round as a curve, and in the metrics the
+totals with the unforgettable and never-learned examples. A run with one client holding all data
+(partition `iid`, `clients: 1`, C = 1) is the centralised reference of FedWAvg's Table 1.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ from pipeline.runs import read_resolved, seed_settings, settings_hash
 RUNS_DIR = Path("reports/runs")
 MODELS_DIR = Path("data/models")
 CHECKPOINT_DIR = Path(os.environ.get("FEDFORGET_CHECKPOINTS", ".checkpoints"))
-CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up")
+CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up", "example_forgetting_events")
 # The modules whose code determines a run's numbers (dvc.yaml's train deps list the same).
 TRAINING_CODE = ("train.py", "clientdata.py", "cohort.py", "cohort_mlp.py", "rounds.py", "optimizers.py", "losses.py",
                  "metrics.py", "forgetting.py", "fisher.py", "models.py", "runs.py", "datasets.py", "partition.py")
@@ -139,6 +143,8 @@ def forgetting_summary(probes: dict) -> dict:
         summary["client_accuracy_sd"] = round(float(last["sd"]), 6)
     if probes.get("forgettable"):
         summary["forgettable_total"] = int(sum(sum(c.values()) for c in probes["forgettable"].values()))
+    if probes.get("presentations"):
+        summary["example_events"] = probes["presentations"]
     return summary
 
 
@@ -277,7 +283,8 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
         result = run_round(model, algorithm, hp, state, data, settings, round_, vectorized=vectorized,
                            probe=is_probed(settings, round_))
         record = {"round": round_, "train_loss": result.train_loss, "bytes_down": result.bytes_down,
-                  "bytes_up": result.bytes_up, "test_accuracy": None, "test_loss": None}
+                  "bytes_up": result.bytes_up, "test_accuracy": None, "test_loss": None,
+                  "example_forgetting_events": result.example_events}
         if result.diverged:
             status = "diverged"
             record["diverged"] = True
@@ -301,6 +308,9 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
                                           "probe_seconds": probe_seconds, "probes": probes})
     bar.close()
     final = {name: value.detach().cpu() for name, value in {**state["params"], **state["buffers"]}.items()}
+    if settings["example_events"]:
+        probes["presentations"] = {"clients": len(data.clients),
+                                   **forgetting.presentation_summary(state.get("presentations", {}))}
     return write_outputs(settings, history, status, seconds, probe_seconds, probes, final)
 
 

@@ -359,6 +359,7 @@ RUN_CASES = {
     "probe_rounds_after_the_last": ({"probe_rounds": [1, 5]}, ["runs.r.probe_rounds", "[5]", "[1, 2]"]),
     "probe_clients_zero": ({"probe_clients": 0}, ["runs.r.probe_clients", ">= 1"]),
     "forgettable_every_negative": ({"forgettable_every": -1}, ["runs.r.forgettable_every", ">= 0"]),
+    "example_events_not_bool": ({"example_events": "yes"}, ["runs.r.example_events", "true or false"]),
     "optimizer_unknown": ({"optimizer": "adamw"}, ["runs.r.optimizer", "'adamw'", "sgd, adam"]),
     "momentum_with_adam": ({"optimizer": "adam", "momentum": 0.9}, ["runs.r.momentum", "sgd only"]),
     "betas_out_of_range": ({"optimizer": "adam", "betas": [0.9, 1.0]}, ["runs.r.betas", "[0, 1)"]),

@@ -33,7 +33,7 @@ PARAMS = {
     "runs": {key: copy.deepcopy({**TINY_RUN, "algorithm": ALGORITHMS[key.rsplit("_", 1)[1]]}) for key in RUN_KEYS},
 }
 PARAMS["runs"][PROBED_KEY].update({"seeds": [0, 1], "probe_rounds": [1, 2], "probe_clients": 4,
-                                   "forgettable_every": 1})
+                                   "forgettable_every": 1, "example_events": True})
 STAGES = [f"{key}-seed0" for key in RUN_KEYS] + [f"{PROBED_KEY}-seed1"]
 REPORT_FILES = ["reports/fedcurv/table1.md", "reports/fedcurv/table1.csv", "reports/fedcurv/figure1.png",
                 "reports/fedcurv/figure2.png", "reports/fedcurv/grid_search.md", "reports/claims.md",
@@ -116,6 +116,15 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
     assert "## Forgetting probes" in index
     for name in ("round_1.png", "round_2.png", "forgettable.png"):
         assert f"(runs/{PROBED_KEY}/seed0/forgetting/{name})" in index
+    # Example-forgetting events over presentations: per round as a curve, totals in the metrics and the index.
+    metrics = json.loads((run_folder(repo.root, PROBED_KEY, 0) / "metrics.json").read_text())
+    events = metrics["example_events"]
+    assert events["clients"] == 8
+    held = sum(json.loads((repo.root / "data" / "partitions" / "shards" / "meta.json").read_text())["train_sizes"])
+    assert events["unforgettable_examples"] + events["never_learned_examples"] + events["forgotten_examples"] == held
+    curve = (run_folder(repo.root, PROBED_KEY, 0) / "plots" / "metrics" / "example_forgetting_events.tsv").read_text()
+    assert sum(int(float(r.split("\t")[-1])) for r in curve.splitlines()[1:]) == events["forgetting_events"]
+    assert "## Example-forgetting events" in index and f"| {PROBED_KEY} | 2 | 8 | 2 |" in index
     # The two seeds are two different trainings.
     assert (run_folder(repo.root, PROBED_KEY, 0) / "metrics.json").read_bytes() != \
         (run_folder(repo.root, PROBED_KEY, 1) / "metrics.json").read_bytes()

@@ -333,3 +333,59 @@ def test_probe_positions_follow_a_fixed_sample_of_clients():
     chosen = {cohort[p] for p in first}
     later = sorted(chosen | set(cohort[p] for p in range(0, len(cohort), 3) if p not in first))
     assert {later[p] for p in probe_positions(later, 40, 5, seed=3)} == chosen
+
+
+# ---------------------------------------------------------------- example-forgetting events over presentations
+
+def presentations_by_loop(model, state, data, client, rounds, run):
+    """One client (the whole data: a centralised run) trained by plain torch on the engine's batch order
+    (FedAvg of one client is that client's model), each batch's correctness read from the forward pass
+    before its step; the events counted with forgetting.forgetting_events on the dense [T, N] record."""
+    import copy
+
+    from pipeline.clientdata import client_schedule, generator_for
+    from pipeline.forgetting import forgetting_events
+
+    net = copy.deepcopy(model)
+    net.load_state_dict(state["params"], strict=False)
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=run["lr"])
+    samples = data.clients[client]
+    seen = [[] for _ in samples]
+    for round_ in range(1, rounds + 1):
+        for positions in client_schedule(len(samples), run["local_epochs"], run["batch_size"],
+                                         generator_for(run["seed"], round_, client)):
+            positions = positions[positions >= 0]
+            chosen = samples[positions]
+            optimizer.zero_grad()
+            logits = net(data.inputs(chosen))
+            for p, right in zip(positions.tolist(), (logits.argmax(1) == data.y[chosen]).tolist()):
+                seen[p].append(right)
+            F.cross_entropy(logits, data.y[chosen]).backward()
+            optimizer.step()
+    return int(forgetting_events(torch.tensor(seen).T).sum())
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_example_events_of_a_centralised_run_match_a_per_presentation_loop(vectorized):
+    """Three epochs a round, two rounds: every example presented six times; the engine's streamed count
+    equals the count from a plain torch loop on the same batches, on both paths."""
+    data = synthetic.make_data([23], shape=IMAGE, classes=CLASSES, seed=3)
+    run = settings(local_epochs=3, batch_size=5, lr=0.5, example_events=True)
+    model = build("mlp_200")
+    state = initial_state(model, fedavg, 1, {})
+    total = 0
+    current = state
+    for round_ in (1, 2):
+        result = run_round(model, fedavg, {}, current, data, run, round_, vectorized=vectorized)
+        total += result.example_events
+        current = result.state
+    expected = presentations_by_loop(model, state, data, 0, 2, run)
+    assert expected > 0, "the case must hold events to test anything"
+    assert total == expected
+    assert int(current["presentations"][0]["forgets"].sum()) == expected
+
+
+def test_example_events_are_off_by_default_and_leave_the_fast_path_alone():
+    result = one_round("mlp_200")[0]
+    assert result.example_events is None and "presentations" not in result.state

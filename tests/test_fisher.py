@@ -132,3 +132,35 @@ def test_fisher_is_not_the_squared_minibatch_gradient(name, shape):
     for n in fisher:
         assert (fisher[n] >= squared_mean[n] - 1e-12 * float(fisher[n].abs().max())).all(), n
     assert total_fisher > 2.0 * total_squared_mean
+
+
+def test_batchnorm_model_fisher_uses_running_statistics_and_differentiates_parameters_only():
+    """cnn_fedavg_bn: the running statistics (moved away from their initial 0 and 1 first) enter the
+    forward pass as in eval mode; only parameters get a Fisher. Against the per-sample loop."""
+    shape = (8, 8, 1)
+    model = build("cnn_fedavg_bn", shape)
+    x, y = batch(shape, 7)
+    model.train()
+    with torch.no_grad():
+        model(x * 3 + 1)  # running statistics now differ from the defaults
+    buffers = {name: value.detach().clone() for name, value in model.named_buffers()}
+    expected = loop_fisher(model, x, y)
+    actual = diagonal_fisher(model, params_of(model), x, y, "true", buffers=buffers)
+    assert_trees_close(actual, expected)
+    without = diagonal_fisher(model, params_of(model), x, y, "true")  # the module's own buffers: same here
+    assert_trees_close(without, expected)
+
+
+def test_fedcurv_round_on_a_batchnorm_model():
+    """The upload's Fisher on a BatchNorm model (it used to differentiate the buffers and fail)."""
+    import synthetic
+    from pipeline.algorithms import fedcurv
+    from pipeline.rounds import initial_state, run_round
+
+    data = synthetic.make_data([6, 9], shape=(8, 8, 1), classes=CLASSES)
+    model = models.build_model("cnn_fedavg_bn", (8, 8, 1), CLASSES, 0)
+    hp = {**fedcurv.HYPERPARAMS, "lambda": 1.0}
+    state = initial_state(model, fedcurv, 2, hp)
+    result = run_round(model, fedcurv, hp, state, data, synthetic.run_settings(0), 1, vectorized=False)
+    assert not result.diverged
+    assert set(result.state["clients"][0]["fisher"]) == {name for name, _ in model.named_parameters()}

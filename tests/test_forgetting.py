@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from pipeline.forgetting import (accuracy_spread, forgettable_counts, forgetting_events, local_client_forgetting,
-                                 plot_forgettable_curves, plot_forgetting_heatmaps, read_probe, tick_positions,
+                                 new_presentation_record, plot_forgettable_curves, plot_forgetting_heatmaps,
+                                 presentation_summary, read_probe, record_presentations, tick_positions,
                                  total_forgetting_events, write_probe)
 
 from helpers import PNG_SIGNATURE
@@ -121,6 +122,33 @@ def test_forgetting_events_short_sequences():
     assert forgetting_events(torch.tensor([[0], [1], [1]], dtype=torch.bool)).tolist() == [0]
     # A single presentation cannot hold an event.
     assert forgetting_events(torch.tensor([[1, 0]], dtype=torch.bool)).tolist() == [0, 0]
+
+
+def test_streamed_presentations_give_the_by_hand_events_across_rounds_and_padding():
+    """The engine's streaming count (record_presentations): the by-hand columns above, presented in a
+    shuffled order two examples per step with padded slots, split over two calls (two rounds)."""
+    columns = [[1, 0, 1, 0], [0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1]]
+    order = [[3, 0], [5, 1], [2, 4]]  # a presentation of every example: three steps of two
+    positions, correct = [], []
+    for t in range(4):
+        for pair in order if t % 2 == 0 else order[::-1]:
+            positions.append(pair + [-1])  # a padded third slot, marked right to check it is ignored
+            correct.append([bool(columns[e][t]) for e in pair] + [True])
+    positions, correct = torch.tensor(positions), torch.tensor(correct)
+    record = new_presentation_record(6)
+    first = record_presentations(record, positions[:7], correct[:7])
+    second = record_presentations(record, positions[7:], correct[7:])
+    assert first + second == 4
+    assert record["forgets"].tolist() == [2, 0, 1, 1, 0, 0]
+    assert presentation_summary({0: record}) == {"forgetting_events": 4, "forgotten_examples": 3,
+                                                 "unforgettable_examples": 2, "never_learned_examples": 1}
+
+
+def test_presentation_summary_counts_unpresented_examples_as_never_learned():
+    record = new_presentation_record(3)
+    record_presentations(record, torch.tensor([[0, -1]]), torch.tensor([[True, False]]))
+    assert presentation_summary({4: record}) == {"forgetting_events": 0, "forgotten_examples": 0,
+                                                 "unforgettable_examples": 1, "never_learned_examples": 2}
 
 
 def test_forgetting_events_rejects_non_bool():

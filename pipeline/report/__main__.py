@@ -110,6 +110,33 @@ def forgetting_section(results: dict[str, SeededRun]) -> list[str]:
     return lines + [""]
 
 
+def example_events_section(results: dict[str, SeededRun]) -> list[str]:
+    """The runs that count example-forgetting events over presentations (`example_events`)."""
+    counted = {key: run for key, run in sorted(results.items())
+               if any("example_events" in r.summary for r in run.results)}
+    if not counted:
+        return []
+    lines = ["## Example-forgetting events", "",
+             "Toneva et al.'s events over every local presentation of a training example (right at one, "
+             "wrong at its next; scored by the training forward pass before its step), with the examples "
+             "forgotten at least once, unforgettable (learned, never forgotten) and never learned; for a "
+             "federated run also its forgettable examples (FedWAvg's federated events: local model right "
+             "before aggregation, new global model wrong), summed over clients and rounds. Mean ± sd over seeds.",
+             "", "| run | seeds | clients | epochs per client | presentation events | forgotten | unforgettable | "
+                 "never learned | forgettable (federated) |", "|---|---|---|---|---|---|---|---|---|"]
+    for key, run in counted.items():
+        def stat(name, run=run):
+            return probe_stat([r.summary.get("example_events", {}).get(name) for r in run.results], 0)
+        settings = run.settings
+        forgettable = probe_stat([r.summary.get("forgettable_total") for r in run.results], 0)
+        clients = run.results[0].summary.get("example_events", {}).get("clients", "—")
+        lines.append(f"| {key} | {run.n} | {clients} | "
+                     f"{settings['rounds'] * settings['local_epochs']} | {stat('forgetting_events')} | "
+                     f"{stat('forgotten_examples')} | {stat('unforgettable_examples')} | "
+                     f"{stat('never_learned_examples')} | {forgettable} |")
+    return lines + [""]
+
+
 def figure_order(path: Path) -> tuple:
     """round_1, round_30, round_60, then forgettable."""
     stem = path.stem
@@ -129,6 +156,7 @@ def index_markdown(profile: str, results: dict[str, SeededRun], built: list[tupl
         lines.append("")
     lines += seeds_section(results)
     lines += forgetting_section(results)
+    lines += example_events_section(results)
     lines += ["## Runs", "",
               f"Accuracies as fractions, mean ± sd over the run's seeds; final = after the last round, last {K_LAST} = "
               f"each seed's mean over its last {K_LAST} evaluated rounds; {NC} (k of n diverged) when any seed "
