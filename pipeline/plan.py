@@ -3,12 +3,17 @@
     python -m pipeline.plan                  # the active profile, one line per run
     python -m pipeline.plan --profile paper  # the paper profile, without switching to it
     python -m pipeline.plan --verbose        # every resolved setting, and what the default profile scaled
+
+Each run's line ends with its estimated cost over all its seeds (pipeline.cost): training FLOPs, hours on
+this kind of CPU (from the committed runs' measured throughput for the same model; "?" where no run of
+that model was measured) and on one GPU (at an assumed throughput); the profile's totals come last.
 """
 from __future__ import annotations
 
 import argparse
 import signal
 
+from pipeline import cost
 from pipeline.config import PROFILES, derive_grid, load_checked_params
 from pipeline.errors import exit_on_user_error
 from pipeline.runs import resolve_run
@@ -17,6 +22,17 @@ from pipeline.runs import resolve_run
 def algorithm_text(algorithm: dict) -> str:
     extra = ", ".join(f"{k}={v}" for k, v in algorithm.items() if k != "name")
     return f"{algorithm['name']}({extra})" if extra else algorithm["name"]
+
+
+def hours(seconds) -> str:
+    return "?" if seconds is None else f"{seconds / 3600:.2f}"
+
+
+def cost_text(estimate: dict) -> str:
+    if estimate["flops"] is None:
+        return "cost ? (client sizes unknown until the partition is built)"
+    return (f"{estimate['flops'] / 1e12:.1f} TFLOP, CPU {hours(estimate['cpu_seconds'])} h, "
+            f"GPU {hours(estimate['gpu_seconds'])} h")
 
 
 def run_line(settings: dict) -> str:
@@ -41,15 +57,31 @@ def main(argv=None) -> None:
     print(f"profile {params['profile']}: {len(grid['run_ids'])} runs "
           f"({len(grid['runs'])} run-seed stages), {len(grid['partitions'])} partitions, "
           f"datasets {', '.join(grid['datasets'])}")
+    throughput = cost.measured_throughput(params)
+    estimates = []
     for key in grid["run_ids"]:
         settings = resolve_run(params, key)
-        print(run_line(settings))
+        estimates.append(cost.run_cost(settings, params, throughput))
+        print(f"{run_line(settings)}  [{cost_text(estimates[-1])}]")
         if args.verbose:
             for name, value in sorted(settings.items()):
                 if name not in ("key", "scaled"):
                     print(f"    {name}: {value}")
             for name, change in sorted(settings["scaled"].items()):
                 print(f"    scaled {name}: paper {change['paper']} -> {change['used']}")
+    print(total_line(estimates, throughput))
+
+
+def total_line(estimates: list[dict], throughput: dict) -> str:
+    """The profile's totals; CPU and FLOP totals say how many runs they leave out."""
+    known = [e for e in estimates if e["flops"] is not None]
+    cpu = [e["cpu_seconds"] for e in known if e["cpu_seconds"] is not None]
+    left_out = len(estimates) - len(cpu)
+    rates = ", ".join(f"{model} {rate / 1e9:.1f}" for model, rate in sorted(throughput.items())) or "none measured"
+    return (f"total: {sum(e['flops'] for e in known) / 1e12:.1f} TFLOP; CPU {sum(cpu) / 3600:.2f} h"
+            f"{f' without {left_out} run(s) of unmeasured models or sizes' if left_out else ''}; GPU "
+            f"{sum(e['gpu_seconds'] for e in known) / 3600:.2f} h at an assumed {cost.GPU_TFLOPS:g} TFLOP/s "
+            f"(measured CPU GFLOP/s by model: {rates})")
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
     assert events["unforgettable_examples"] + events["never_learned_examples"] + events["forgotten_examples"] == held
     curve = (run_folder(repo.root, PROBED_KEY, 0) / "plots" / "metrics" / "example_forgetting_events.tsv").read_text()
     assert sum(int(float(r.split("\t")[-1])) for r in curve.splitlines()[1:]) == events["forgetting_events"]
-    assert "## Example-forgetting events" in index and f"| {PROBED_KEY} | 2 | 8 | 2 |" in index
+    assert "## Example-forgetting events" in index and f"| {PROBED_KEY} | 2 | 8 | 2 × 1, C = 1 |" in index
     # The two seeds are two different trainings.
     assert (run_folder(repo.root, PROBED_KEY, 0) / "metrics.json").read_bytes() != \
         (run_folder(repo.root, PROBED_KEY, 1) / "metrics.json").read_bytes()
@@ -134,9 +134,12 @@ def test_plan_lists_all_six_runs(built):
     repo = built[0]
     output = repo.run(sys.executable, "-m", "pipeline.plan")
     assert output.startswith("profile default: 6 runs (7 run-seed stages), 1 partitions, datasets mnist"), output
-    listed = [line.split()[0] for line in output.splitlines()[1:] if line.strip()]
-    assert sorted(listed) == sorted(RUN_KEYS)
+    lines = [line for line in output.splitlines()[1:] if line.strip()]
+    assert sorted(line.split()[0] for line in lines[:-1]) == sorted(RUN_KEYS)
     assert "fedcurv(lambda=1.0" in output and "fedprox(mu=0.00025" in output
+    # The cost estimate reads the throughput the trained runs measured, so every run has CPU hours.
+    assert lines[-1].startswith("total: ") and "mlp_200" in lines[-1] and "without" not in lines[-1]
+    assert all("CPU ?" not in line for line in lines[:-1])
 
 
 def test_second_repro_does_nothing_and_an_experiment_reruns_one_run(built):

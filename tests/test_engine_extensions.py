@@ -338,9 +338,10 @@ def test_probe_positions_follow_a_fixed_sample_of_clients():
 # ---------------------------------------------------------------- example-forgetting events over presentations
 
 def presentations_by_loop(model, state, data, client, rounds, run):
-    """One client (the whole data: a centralised run) trained by plain torch on the engine's batch order
-    (FedAvg of one client is that client's model), each batch's correctness read from the forward pass
-    before its step; the events counted with forgetting.forgetting_events on the dense [T, N] record."""
+    """One client trained by plain torch on the engine's batch order from the global model (with one
+    client, FedAvg's next global model is that client's), each batch's correctness read from the forward
+    pass before its step; the events counted with forgetting.forgetting_events on the dense [T, N]
+    record, per example in the client's own order. Returns (total, per-example counts)."""
     import copy
 
     from pipeline.clientdata import client_schedule, generator_for
@@ -363,7 +364,8 @@ def presentations_by_loop(model, state, data, client, rounds, run):
                 seen[p].append(right)
             F.cross_entropy(logits, data.y[chosen]).backward()
             optimizer.step()
-    return int(forgetting_events(torch.tensor(seen).T).sum())
+    per_example = forgetting_events(torch.tensor(seen).T)
+    return int(per_example.sum()), per_example.tolist()
 
 
 @pytest.mark.parametrize("vectorized", [True, False])
@@ -380,12 +382,39 @@ def test_example_events_of_a_centralised_run_match_a_per_presentation_loop(vecto
         result = run_round(model, fedavg, {}, current, data, run, round_, vectorized=vectorized)
         total += result.example_events
         current = result.state
-    expected = presentations_by_loop(model, state, data, 0, 2, run)
+    expected = presentations_by_loop(model, state, data, 0, 2, run)[0]
     assert expected > 0, "the case must hold events to test anything"
     assert total == expected
     assert int(current["presentations"][0]["forgets"].sum()) == expected
 
 
-def test_example_events_are_off_by_default_and_leave_the_fast_path_alone():
+@pytest.mark.parametrize("vectorized, max_chunk", [(True, None), (True, 1), (False, None)])
+def test_example_events_per_example_of_a_federated_round_match_per_client_loops(vectorized, max_chunk):
+    """Three clients of shuffled, non-contiguous samples, one round of four epochs: each client's
+    per-example forgetting counts (not only the totals) equal a plain torch loop's for that client
+    trained alone from the same global model, whatever the path or chunking."""
+    data = synthetic.make_data([11, 17, 8], shape=IMAGE, classes=CLASSES, seed=5)
+    run = settings(local_epochs=4, batch_size=3, lr=0.5, example_events=True)
+    model = build("mlp_200")
+    state = initial_state(model, fedavg, 3, {})
+    result = run_round(model, fedavg, {}, state, data, run, 1, vectorized=vectorized, max_chunk=max_chunk)
+    total = 0
+    for client in range(3):
+        events, per_example = presentations_by_loop(model, state, data, client, 1, run)
+        assert result.state["presentations"][client]["forgets"].tolist() == per_example, client
+        total += events
+    assert total > 0 and result.example_events == total
+
+
+def test_example_events_turn_the_hand_written_mlp_path_off_and_are_off_by_default():
+    from pipeline.cohort import CohortJob, by_hand_applies, fused_sgd_applies
+    from pipeline.optimizers import SGD
+
     result = one_round("mlp_200")[0]
     assert result.example_events is None and "presentations" not in result.state
+    model = build("mlp_200")
+    job = dict(model=model, algorithm=fedavg, hp={}, data=None, optimizer=SGD(lr=0.1), shared={}, contexts={},
+               index=None, weight=None, keep=None, dropout=None)
+    assert by_hand_applies(CohortJob(**job)) and fused_sgd_applies(CohortJob(**job))
+    assert not by_hand_applies(CohortJob(**job, record_correct=True))
+    assert not fused_sgd_applies(CohortJob(**job, record_correct=True))

@@ -67,9 +67,12 @@ def test_the_paper_grid_searches_factor_10_and_factor_2_around_the_chosen_values
 def test_plan_lists_every_run_of_the_paper_profile(paper_params):
     result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "paper"], cwd=REPO,
                             capture_output=True, text=True, check=True)
-    listed = [line.split()[0] for line in result.stdout.splitlines()[1:]]
+    listed = [line.split()[0] for line in result.stdout.splitlines()[1:-1]]
     grid = derive_grid(paper_params)
     assert listed == grid["run_ids"]
+    # Each run's cost, and the profile's total with the GPU throughput it assumes.
+    assert all("TFLOP" in line or "cost ?" in line for line in result.stdout.splitlines()[1:-1])
+    assert result.stdout.splitlines()[-1].startswith("total: ") and "assumed" in result.stdout.splitlines()[-1]
     # Every (run, seed) pair is a stage of its own, one per seed the run lists.
     assert len(grid["runs"]) == sum(len(resolve_run(paper_params, run)["seeds"]) for run in listed)
     assert "R=200" in result.stdout and "cnn_mnist" in result.stdout

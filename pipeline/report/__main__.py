@@ -121,8 +121,10 @@ def example_events_section(results: dict[str, SeededRun]) -> list[str]:
              "wrong at its next; scored by the training forward pass before its step), with the examples "
              "forgotten at least once, unforgettable (learned, never forgotten) and never learned; for a "
              "federated run also its forgettable examples (FedWAvg's federated events: local model right "
-             "before aggregation, new global model wrong), summed over clients and rounds. Mean ± sd over seeds.",
-             "", "| run | seeds | clients | epochs per client | presentation events | forgotten | unforgettable | "
+             "before aggregation, new global model wrong), summed over clients and rounds. The counts cover the "
+             "clients that trained at least once (every client when C = 1); a centralised run is one client "
+             "holding all data, its optimiser state reset each round like any client's. Mean ± sd over seeds.",
+             "", "| run | seeds | clients | rounds × E, C | presentation events | forgotten | unforgettable | "
                  "never learned | forgettable (federated) |", "|---|---|---|---|---|---|---|---|---|"]
     for key, run in counted.items():
         def stat(name, run=run):
@@ -131,7 +133,8 @@ def example_events_section(results: dict[str, SeededRun]) -> list[str]:
         forgettable = probe_stat([r.summary.get("forgettable_total") for r in run.results], 0)
         clients = run.results[0].summary.get("example_events", {}).get("clients", "—")
         lines.append(f"| {key} | {run.n} | {clients} | "
-                     f"{settings['rounds'] * settings['local_epochs']} | {stat('forgetting_events')} | "
+                     f"{settings['rounds']} × {settings['local_epochs']}, C = {settings['client_fraction']:g} | "
+                     f"{stat('forgetting_events')} | "
                      f"{stat('forgotten_examples')} | {stat('unforgettable_examples')} | "
                      f"{stat('never_learned_examples')} | {forgettable} |")
     return lines + [""]

@@ -1,0 +1,119 @@
+"""What a run will cost, before it runs: its training FLOPs, and seconds from measured throughput.
+
+A run's work is counted in sample passes: every round, max(1, round(C·K)) clients each pass over their
+training samples E times (a forward and a backward pass, ~3x a forward pass's FLOPs), and the global model
+is evaluated on the test set every `eval_every` rounds (forward only). A model's forward FLOPs are
+counted from one forward pass (2 per multiply-add of its Linear and Conv2d layers; activations, pooling
+and normalisation are left out, a few per cent).
+
+Seconds on this kind of machine come from the committed runs (`reports/runs/*/seed*/`): for each model,
+the median of FLOPs / training seconds over the runs that trained it. They include what FLOPs do not
+count (Fisher and path scores, probes, per-step overheads at small batches), so they are a rough guide,
+within about 2x. A GPU estimate divides by an assumed throughput (`GPU_TFLOPS`), stated with it.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import torch
+
+from pipeline.clientdata import sample_cohort
+from pipeline.datasets import dataset_spec
+
+# Effective fp32 training throughput assumed for one H100-class GPU on these small models and batches
+# (far below its peak: at B = 10-64 the kernels are small). An assumption, not a measurement.
+GPU_TFLOPS = 10.0
+RUNS_DIR = Path("reports/runs")
+PARTITIONS_DIR = Path("data/partitions")
+
+
+def forward_flops(model: torch.nn.Module, image_shape) -> int:
+    """FLOPs of one sample's forward pass: 2 per multiply-add of every Linear and Conv2d layer."""
+    total = 0
+
+    def count(module, args, output):
+        nonlocal total
+        if isinstance(module, torch.nn.Linear):
+            total += 2 * module.in_features * module.out_features
+        elif isinstance(module, torch.nn.Conv2d):
+            kernel = module.in_channels // module.groups * module.kernel_size[0] * module.kernel_size[1]
+            total += 2 * output[0].numel() * kernel
+
+    hooks = [m.register_forward_hook(count) for m in model.modules() if isinstance(m, (torch.nn.Linear,
+                                                                                       torch.nn.Conv2d))]
+    height, width, channels = image_shape
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(torch.zeros(1, channels, height, width))
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+    return total
+
+
+def client_sizes(params: dict, partition: str) -> list[int] | None:
+    """Training samples per client: from the built partition when there is one, else an equal split of
+    the dataset's training set (minus the validation fraction); None when unknown (FEMNIST unbuilt)."""
+    meta = PARTITIONS_DIR / partition / "meta.json"
+    if meta.is_file():
+        return json.loads(meta.read_text())["train_sizes"]
+    settings = params["partitions"][partition]
+    spec = dataset_spec(settings["dataset"], params.get("datasets", {}).get(settings["dataset"]))
+    if spec.train_size is None or "clients" not in settings:
+        return None
+    clients = settings["clients"]
+    if settings.get("scheme") == "shards" and settings.get("shard_size"):
+        per_client = settings["shards_per_client"] * settings["shard_size"]
+    else:
+        per_client = spec.train_size // clients
+    return [int(per_client * (1 - settings.get("val_fraction", 0.0)))] * clients
+
+
+def run_flops(settings: dict, params: dict) -> float | None:
+    """Training and evaluation FLOPs of one (run, seed); None when the clients' sizes are unknown."""
+    from pipeline.models import build_model
+
+    sizes = client_sizes(params, settings["partition"])
+    if sizes is None:
+        return None
+    dataset = params["partitions"][settings["partition"]]["dataset"]
+    spec = dataset_spec(dataset, params.get("datasets", {}).get(dataset))
+    forward = forward_flops(build_model(settings["model"], spec.image_shape, spec.classes, 0), spec.image_shape)
+    per_round = len(sample_cohort(len(sizes), settings["client_fraction"], 0, 1))
+    passes = settings["rounds"] * per_round * statistics.fmean(sizes) * settings["local_epochs"]
+    evaluations = (spec.test_size or 0) * -(-settings["rounds"] // settings["eval_every"])
+    return 3.0 * forward * passes + forward * evaluations
+
+
+def measured_throughput(params: dict) -> dict[str, float]:
+    """FLOP/s per model on this machine, from the committed runs' settings and training seconds."""
+    by_model: dict[str, list[float]] = {}
+    for timing_path in sorted(RUNS_DIR.glob("*/seed*/timing.json")):
+        settings_path = timing_path.with_name("settings.json")
+        if not settings_path.is_file():
+            continue
+        settings = json.loads(settings_path.read_text())
+        seconds = json.loads(timing_path.read_text()).get("seconds_total") or 0.0
+        rounds_done = len(json.loads(timing_path.read_text()).get("seconds_per_round", []))
+        if seconds <= 0 or rounds_done == 0 or settings.get("partition") not in params.get("partitions", {}):
+            continue
+        flops = run_flops({**settings, "rounds": rounds_done}, params)
+        if flops:
+            by_model.setdefault(settings["model"], []).append(flops / seconds)
+    return {model: statistics.median(rates) for model, rates in by_model.items()}
+
+
+def run_cost(settings: dict, params: dict, throughput: dict[str, float]) -> dict:
+    """{"flops", "cpu_seconds" (None where no run of this model was measured), "gpu_seconds"} for all of
+    the run's seeds."""
+    flops = run_flops(settings, params)
+    if flops is None:
+        return {"flops": None, "cpu_seconds": None, "gpu_seconds": None}
+    flops *= len(settings["seeds"])
+    rate = throughput.get(settings["model"])
+    return {"flops": flops, "cpu_seconds": flops / rate if rate else None, "gpu_seconds": flops / (GPU_TFLOPS * 1e12)}

@@ -1,0 +1,50 @@
+"""The cost estimate of `pipeline.plan` against hand-counted FLOPs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline import cost
+from pipeline.models import build_model
+
+
+def test_forward_flops_of_the_mlp_and_the_mcmahan_cnn_by_hand():
+    mlp = build_model("mlp_200", (28, 28, 1), 10, 0)
+    assert cost.forward_flops(mlp, (28, 28, 1)) == 2 * (784 * 200 + 200 * 10)
+    cnn = build_model("cnn_fedavg", (28, 28, 1), 10, 0)
+    conv1 = 2 * (32 * 28 * 28) * (1 * 5 * 5)
+    conv2 = 2 * (64 * 14 * 14) * (32 * 5 * 5)
+    dense = 2 * (64 * 7 * 7 * 512 + 512 * 10)
+    assert cost.forward_flops(cnn, (28, 28, 1)) == conv1 + conv2 + dense
+
+
+PARAMS = {"datasets": {"mnist": {"train_size": 1000, "test_size": 200}},
+          "partitions": {"p": {"dataset": "mnist", "scheme": "iid", "clients": 10, "seed": 0}}}
+SETTINGS = {"partition": "p", "model": "mlp_200", "rounds": 4, "client_fraction": 0.3, "local_epochs": 2,
+            "eval_every": 2, "seeds": [0, 1]}
+
+
+def test_run_flops_and_seconds_by_hand(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no built partition here: an equal split of the 1,000 samples
+    forward = 2 * (784 * 200 + 200 * 10)
+    passes = 4 * 3 * 100 * 2  # rounds x round(0.3 x 10) clients x 100 samples x E
+    evaluations = 200 * 2  # the test set at rounds 2 and 4
+    expected = 3 * forward * passes + forward * evaluations
+    assert cost.run_flops(SETTINGS, PARAMS) == pytest.approx(expected)
+    estimate = cost.run_cost(SETTINGS, PARAMS, {"mlp_200": 1e9})
+    assert estimate["flops"] == pytest.approx(2 * expected)
+    assert estimate["cpu_seconds"] == pytest.approx(2 * expected / 1e9)
+    assert estimate["gpu_seconds"] == pytest.approx(2 * expected / (cost.GPU_TFLOPS * 1e12))
+    assert cost.run_cost(SETTINGS, PARAMS, {})["cpu_seconds"] is None
+
+
+def test_measured_throughput_from_a_committed_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "reports" / "runs" / "r" / "seed0"
+    folder.mkdir(parents=True)
+    (folder / "settings.json").write_text(json.dumps({**SETTINGS, "seed": 0}))
+    # Two of the four rounds were trained (a diverged run stops early): its FLOPs are counted for two.
+    (folder / "timing.json").write_text(json.dumps({"seconds_total": 3.0, "seconds_per_round": [1.0, 2.0]}))
+    two_rounds = cost.run_flops({**SETTINGS, "rounds": 2}, PARAMS)
+    assert cost.measured_throughput(PARAMS) == {"mlp_200": pytest.approx(two_rounds / 3.0)}
