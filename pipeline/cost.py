@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 
 import torch
 
 from pipeline.clientdata import sample_cohort
 from pipeline.datasets import dataset_spec
+from pipeline.partition import PARTITIONS_DIR
+from pipeline.train import RUNS_DIR
 
 # Effective fp32 training throughput assumed for one H100-class GPU on these small models and batches
 # (far below its peak: at B = 10-64 the kernels are small). An assumption, not a measurement.
 GPU_TFLOPS = 10.0
-RUNS_DIR = Path("reports/runs")
-PARTITIONS_DIR = Path("data/partitions")
 
 
 def forward_flops(model: torch.nn.Module, image_shape) -> int:
@@ -98,8 +97,8 @@ def measured_throughput(params: dict) -> dict[str, float]:
         if not settings_path.is_file():
             continue
         settings = json.loads(settings_path.read_text())
-        seconds = json.loads(timing_path.read_text()).get("seconds_total") or 0.0
-        rounds_done = len(json.loads(timing_path.read_text()).get("seconds_per_round", []))
+        timing = json.loads(timing_path.read_text())
+        seconds, rounds_done = timing.get("seconds_total") or 0.0, len(timing.get("seconds_per_round", []))
         if seconds <= 0 or rounds_done == 0 or settings.get("partition") not in params.get("partitions", {}):
             continue
         flops = run_flops({**settings, "rounds": rounds_done}, params)

@@ -127,17 +127,19 @@ def example_events_section(results: dict[str, SeededRun]) -> list[str]:
              "", "| run | seeds | clients | rounds × E, C | presentation events | forgotten | unforgettable | "
                  "never learned | forgettable (federated) |", "|---|---|---|---|---|---|---|---|---|"]
     for key, run in counted.items():
-        def stat(name, run=run):
-            return probe_stat([r.summary.get("example_events", {}).get(name) for r in run.results], 0)
         settings = run.settings
+        counts = [events_stat(run, name) for name in ("forgetting_events", "forgotten_examples",
+                                                      "unforgettable_examples", "never_learned_examples")]
         forgettable = probe_stat([r.summary.get("forgettable_total") for r in run.results], 0)
         clients = run.results[0].summary.get("example_events", {}).get("clients", "—")
         lines.append(f"| {key} | {run.n} | {clients} | "
                      f"{settings['rounds']} × {settings['local_epochs']}, C = {settings['client_fraction']:g} | "
-                     f"{stat('forgetting_events')} | "
-                     f"{stat('forgotten_examples')} | {stat('unforgettable_examples')} | "
-                     f"{stat('never_learned_examples')} | {forgettable} |")
+                     f"{' | '.join(counts)} | {forgettable} |")
     return lines + [""]
+
+
+def events_stat(run: SeededRun, name: str) -> str:
+    return probe_stat([r.summary.get("example_events", {}).get(name) for r in run.results], 0)
 
 
 def figure_order(path: Path) -> tuple:
