@@ -2,7 +2,7 @@
 
 The dataset stays as uint8 images; a client is a tensor of sample indices into it (its training
 samples, and its held-out validation samples when the partition has them). Randomness never depends on
-execution order: which clients a round samples, each client's batch order and its dropout masks all
+execution order: which clients a round samples, each client's batch order, its dropout masks and its augmentation all
 come from generators seeded by (seed, round, client, purpose) (a new kind of draw takes a new purpose
 stream below), so the vectorized and the sequential path, any cohort chunking and a resumed run all
 draw the same numbers.
@@ -22,6 +22,11 @@ COHORT_STREAM = 1 << 20
 DROPOUT_STREAM = 1 << 21
 FISHER_STREAM = 1 << 22
 PROBE_STREAM = 1 << 23
+AUGMENT_STREAM = 1 << 24
+
+AUGMENTATIONS = ("none", "crop_flip")
+# torchvision's RandomCrop(32, padding=4) + RandomHorizontalFlip, the CIFAR recipe the TCE authors use.
+CROP_PADDING = 4
 
 
 @dataclass
@@ -60,6 +65,14 @@ class ClientData:
             return self.val_clients[client]
         return self.clients[client]
 
+    def black(self) -> torch.Tensor:
+        """[C]: the model input of a black pixel (what padding fills with)."""
+        return -self.mean / self.std
+
+    def validation_index(self) -> torch.Tensor:
+        """All clients' validation samples (the TCE paper's evaluation set)."""
+        return torch.cat(self.val_clients)
+
     def has_validation(self) -> bool:
         return bool(self.val_clients) and all(len(v) > 0 for v in self.val_clients)
 
@@ -69,6 +82,32 @@ class ClientData:
         for row, client in enumerate(clients):
             present[row, self.y[self.clients[client]].unique()] = True
         return present
+
+
+def crop_flip_draws(batch: int, generator: torch.Generator, padding: int = CROP_PADDING) -> torch.Tensor:
+    """[batch, 3] int64 draws for `crop_flip`: the crop's row and column offset into the padded image
+    (each in [0, 2·padding]) and whether to flip (0 or 1), in that order from one generator."""
+    offsets = torch.randint(0, 2 * padding + 1, (batch, 2), generator=generator)
+    flips = torch.randint(0, 2, (batch, 1), generator=generator)
+    return torch.cat([offsets, flips], dim=1)
+
+
+def crop_flip(images: torch.Tensor, draws: torch.Tensor, fill: torch.Tensor, padding: int = CROP_PADDING):
+    """Random crop with padding, then horizontal flip, as one gather. images: [N, C, H, W] model inputs;
+    draws: [N, 3] (`crop_flip_draws`); fill: [C], the input value of a black pixel (the padding, as
+    torchvision pads the image before it is scaled)."""
+    count, channels, height, width = images.shape
+    tall, wide = height + 2 * padding, width + 2 * padding
+    padded = fill.view(1, channels, 1, 1).expand(count, channels, tall, wide).clone()
+    padded[:, :, padding:padding + height, padding:padding + width] = images
+    draws = draws.to(images.device)
+    rows = draws[:, :1] + torch.arange(height, device=images.device)
+    across = torch.arange(width, device=images.device)
+    cols = draws[:, 1:2] + torch.where(draws[:, 2:3] > 0, width - 1 - across, across)
+    # One gather over the flattened padded image (half the time of 4-tensor advanced indexing here).
+    flat = (rows.unsqueeze(2) * wide + cols.unsqueeze(1)).view(count, 1, height * width)
+    picked = padded.view(count, channels, tall * wide).gather(2, flat.expand(count, channels, height * width))
+    return picked.view(count, channels, height, width)
 
 
 def input_scaling_stats(x_uint8: torch.Tensor, scaling: str) -> tuple[torch.Tensor, torch.Tensor]:

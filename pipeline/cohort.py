@@ -19,7 +19,7 @@ import torch
 from torch.func import functional_call, grad_and_value, vmap
 
 from pipeline import cohort_mlp
-from pipeline.clientdata import DROPOUT_STREAM, ClientData, generator_for
+from pipeline.clientdata import AUGMENT_STREAM, DROPOUT_STREAM, ClientData, crop_flip, crop_flip_draws, generator_for
 from pipeline.losses import per_sample_loss
 from pipeline.models import dropout_masks, has_batch_norm
 from pipeline.optimizers import SGD
@@ -92,6 +92,34 @@ class DropoutDraws:
                                    for m in per_client]) for name in self.modules}
 
 
+class AugmentDraws:
+    """Each client's data augmentation (`augment`), drawn step by step from its own (seed, round,
+    client) generator for a full batch, padding included, as the dropout masks are: the same images
+    whichever path or chunk trains the client."""
+
+    def __init__(self, kind: str, members: list[int], seed: int, round_: int, batch_size: int, fill: torch.Tensor):
+        self.on = kind == "crop_flip"
+        self.generators = [generator_for(seed, round_, client, AUGMENT_STREAM) for client in members] if self.on else []
+        self.batch_size, self.fill = batch_size, fill
+
+    def one(self, c: int, x: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
+        """Client c's batch x [b, C, H, W] (its present samples, `present` over the full batch)."""
+        if not self.on:
+            return x
+        draws = crop_flip_draws(self.batch_size, self.generators[c])
+        return crop_flip(x, draws if present is None else draws[present.cpu()], self.fill)
+
+    def stacked(self, x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        """The cohort's batches x [clients, batch, C, H, W]; clients with no step draw nothing."""
+        if not self.on:
+            return x
+        draws = torch.zeros(x.shape[0], self.batch_size, 3, dtype=torch.long)
+        for c, on in enumerate(active.tolist()):
+            if on:
+                draws[c] = crop_flip_draws(self.batch_size, self.generators[c])
+        return crop_flip(x.flatten(0, 1), draws.flatten(0, 1), self.fill).view(x.shape)
+
+
 def mask_shapes(model, example_input: torch.Tensor) -> dict:
     """The feature shape reaching each dropout, from one forward pass of one example."""
     shapes, hooks = {}, []
@@ -112,11 +140,12 @@ def mask_shapes(model, example_input: torch.Tensor) -> dict:
 
 # ---------------------------------------------------------------- the local objective
 
-def make_objective(model, algorithm, hp):
+def make_objective(model, algorithm, hp, record_correct: bool = True):
     """objective(params, extra, x, y, w, keep, shared, ctx) -> (total, (data_loss, correct)) for one
     client and one batch; `extra` holds buffers and dropout masks, `keep` the loss's logit mask (or None),
     `correct` says which samples this forward pass (before the step) classified right, over all classes:
-    the presentations that example-forgetting events are counted from.
+    the presentations that example-forgetting events are counted from (all False unless
+    `record_correct`: the argmax is not paid for when no run records it).
 
     When the algorithm gives its penalty's gradient in closed form (`penalty_affine`), the objective is
     the data loss alone and `add_penalty_gradient` adds that gradient outside vmap: the same numbers,
@@ -131,7 +160,7 @@ def make_objective(model, algorithm, hp):
         data_loss = (per_sample * w).sum() / count.clamp_min(1.0)
         total = data_loss if closed_form else data_loss + algorithm.penalty(params, shared, ctx, hp)
         # A client with no samples in this step (finished or padding) contributes nothing at all.
-        correct = logits.detach().argmax(-1) == y
+        correct = logits.detach().argmax(-1) == y if record_correct else torch.zeros_like(y, dtype=torch.bool)
         return total * (count > 0), (data_loss, correct)
     return objective
 
@@ -192,13 +221,14 @@ class CohortJob:
     weight: torch.Tensor  # [steps, clients, batch], 0 = padding or a finished client
     keep: torch.Tensor | None  # [clients, classes] logit mask of the loss, None = all classes
     dropout: DropoutDraws
+    augment: AugmentDraws | None = None  # None: no augmentation
     tracker_factory: object = None  # () -> tracker, or None
     record_correct: bool = False  # keep each presentation's correctness (example-forgetting events)
     objective: object = field(default=None)
 
     def __post_init__(self):
         if self.objective is None:
-            self.objective = make_objective(self.model, self.algorithm, self.hp)
+            self.objective = make_objective(self.model, self.algorithm, self.hp, self.record_correct)
 
 
 @dataclass
@@ -243,6 +273,8 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
         w = weight[s]
         active = w.sum(1) > 0
         x, y = data.inputs(index[s]), data.y[index[s]]
+        if job.augment is not None:
+            x = job.augment.stacked(x, active)
         if fused:
             step_pull = pull if pull is None or bool(active.all()) else masked_pull(pull, active, stacked)
             data_loss = cohort_mlp.cohort_sgd_step(job.model, stacked, x, y, w, job.optimizer.lr, step_pull, job.keep)
@@ -289,8 +321,11 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             present = w > 0
             if not bool(present.all()):  # a short last batch: padding must not enter BatchNorm's batch statistics
                 samples, w, masks = samples[present], w[present], {k: m[present] for k, m in masks.items()}
-            data_grads, (_, (data_loss, right)) = step_fn(params, {**own_buffers, **masks}, job.data.inputs(samples),
-                                                          job.data.y[samples], w, keep, job.shared, ctx)
+            x = job.data.inputs(samples)
+            if job.augment is not None:
+                x = job.augment.one(c, x, present)
+            data_grads, (_, (data_loss, right)) = step_fn(params, {**own_buffers, **masks}, x, job.data.y[samples], w,
+                                                          keep, job.shared, ctx)
             if correct is not None:
                 correct[s, c, present] = right
             grads = add_penalty_gradient(data_grads, affine, params)

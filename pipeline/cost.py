@@ -82,7 +82,7 @@ def run_flops(settings: dict, params: dict) -> float | None:
         return None
     dataset = params["partitions"][settings["partition"]]["dataset"]
     spec = dataset_spec(dataset, params.get("datasets", {}).get(dataset))
-    forward = forward_flops(build_model(settings["model"], spec.image_shape, spec.classes, 0), spec.image_shape)
+    forward = forward_flops(build_model(settings["model"], spec.image_shape, spec.classes, 0, settings.get("norm")), spec.image_shape)
     per_round = len(sample_cohort(len(sizes), settings["client_fraction"], 0, 1))
     passes = settings["rounds"] * per_round * statistics.fmean(sizes) * settings["local_epochs"]
     evaluations = (spec.test_size or 0) * -(-settings["rounds"] // settings["eval_every"])

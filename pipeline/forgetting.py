@@ -122,21 +122,22 @@ def record_presentations(record: dict, positions: torch.Tensor, correct: torch.T
     The streaming form of `forgetting_events`: the same events, without keeping every presentation.
     Within a step an example appears at most once, so steps are applied one after another."""
     last, forgets = record["last"], record["forgets"]
-    events = 0
+    events = torch.zeros((), dtype=torch.int64, device=last.device)  # summed on the device, read once
     for step_positions, step_correct in zip(positions, correct):
         present = step_positions >= 0
         where, now = step_positions[present], step_correct[present]
         forgotten = (last[where] == 1) & ~now
         forgets[where] += forgotten.to(forgets.dtype)
-        events += int(forgotten.sum())
+        events += forgotten.sum()
         last[where] = now.to(last.dtype)
-    return events
+    return int(events)
 
 
 def presentation_summary(records: dict) -> dict:
     """Toneva et al.'s counts over all clients' examples: forgetting events, examples forgotten at least
     once, unforgettable (learned, never forgotten) and never learned (never right at a presentation,
-    or never presented)."""
+    or never presented). Only clients that trained at least once have a record: with C < 1 the
+    examples of a client never sampled are in none of these counts."""
     last = torch.cat([r["last"] for r in records.values()]) if records else torch.zeros(0, dtype=torch.int8)
     forgets = torch.cat([r["forgets"] for r in records.values()]) if records else torch.zeros(0, dtype=torch.int32)
     learned = (forgets > 0) | (last == 1)
@@ -242,6 +243,21 @@ def plot_forgetting_heatmaps(path, record: dict, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
+    try:
+        draw_forgetting_row(fig, axes, record)
+        fig.suptitle(title)
+        fig.tight_layout()
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+
+
+def draw_forgetting_row(fig, axes, record: dict, label: str = "") -> None:
+    """The three heatmaps of one probe record on three axes (`label` prefixes each panel's title)."""
+    import matplotlib
+
     post, prior = _array(record["post"]), _array(record["prior"])
     if "difference" in record and "F" in record:
         difference, average = _array(record["difference"]), _array(record["F"])
@@ -262,33 +278,24 @@ def plot_forgetting_heatmaps(path, record: dict, title: str) -> None:
     panels = [("difference  F_ki = Acc_k(w_t^i) − Acc_k(w_{t−1}),  F_k", with_average, "RdBu", -1.0, 1.0),
               ("post  Acc_k(w_t^i)", post, "viridis", 0.0, 1.0),
               ("prior  Acc_k(w_{t−1})", np.broadcast_to(prior[:, None], (k, k)), "viridis", 0.0, 1.0)]
-
     ticks = tick_positions(k)
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
-    try:
-        for ax, (name, data, cmap_name, vmin, vmax) in zip(axes, panels):
-            cmap = matplotlib.colormaps[cmap_name].with_extremes(bad="white")
-            image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=vmin, vmax=vmax,
-                              aspect="auto", interpolation="nearest")
-            fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-            ax.set_title(name, fontsize=10)
-            ax.set_xlabel("client model i")
-            ax.set_ylabel("client data k")
-            xticks, xlabels = list(ticks), [clients[t] for t in ticks]
-            if data is with_average:
-                xticks.append(k + 1)
-                xlabels.append("F_k")
-                ax.axvline(k + 0.5, color="black", linewidth=1.0)
-            ax.set_xticks(xticks)
-            ax.set_xticklabels(xlabels, rotation=90 if k > 10 else 0, fontsize=8)
-            ax.set_yticks(ticks)
-            ax.set_yticklabels([clients[t] for t in ticks], fontsize=8)
-        fig.suptitle(title)
-        fig.tight_layout()
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=100)
-    finally:
-        plt.close(fig)
+    for ax, (name, data, cmap_name, vmin, vmax) in zip(axes, panels):
+        cmap = matplotlib.colormaps[cmap_name].with_extremes(bad="white")
+        image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=vmin, vmax=vmax,
+                          aspect="auto", interpolation="nearest")
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        ax.set_title(f"{label}{name}", fontsize=10)
+        ax.set_xlabel("client model i")
+        ax.set_ylabel("client data k")
+        xticks, xlabels = list(ticks), [clients[t] for t in ticks]
+        if data is with_average:
+            xticks.append(k + 1)
+            xlabels.append("F_k")
+            ax.axvline(k + 0.5, color="black", linewidth=1.0)
+        ax.set_xticks(xticks)
+        ax.set_xticklabels(xlabels, rotation=90 if k > 10 else 0, fontsize=8)
+        ax.set_yticks(ticks)
+        ax.set_yticklabels([clients[t] for t in ticks], fontsize=8)
 
 
 def plot_forgettable_curves(path, rounds: list[int], counts: dict[int, list[int]], title: str) -> None:

@@ -23,7 +23,7 @@ import torch
 
 from pipeline import forgetting
 from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule, generator_for, sample_cohort
-from pipeline.cohort import (CohortJob, DropoutDraws, cohort_chunk_size, repeat_for, slice_tree, stack_trees,
+from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, cohort_chunk_size, repeat_for, slice_tree, stack_trees,
                              train_sequential, train_vectorized)
 from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
@@ -180,7 +180,8 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
     job = CohortJob(model, algorithm, hp, data, optimizer, shared, contexts, index, weight,
                     client_logit_mask(settings["loss"], data, members),
                     DropoutDraws(model, members, seed, round_, settings["batch_size"], data.inputs(index[0, 0, :1])),
-                    tracker_factory, record_correct=settings.get("example_events", False))
+                    augment=augment_draws(settings, members, round_, data), tracker_factory=tracker_factory,
+                    record_correct=settings.get("example_events", False))
     model.train()
     outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
     results = []
@@ -193,6 +194,13 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
             tracked=outcome.tracker.client_result(c) if outcome.tracker is not None else None,
             model=model, data=data, seed=seed, round=round_))
     return results, outcome.losses, None if outcome.correct is None else (index, weight, outcome.correct)
+
+
+def augment_draws(settings: dict, members: list[int], round_: int, data: ClientData) -> AugmentDraws | None:
+    kind = settings.get("augment", "none")
+    if kind == "none":
+        return None
+    return AugmentDraws(kind, members, settings["seed"], round_, settings["batch_size"], data.black())
 
 
 def record_chunk_presentations(records: dict, data: ClientData, members: list[int], presented) -> int:
@@ -243,14 +251,16 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
     if diverged:
         return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
     new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_])
-    if events is not None:
-        new_state["presentations"] = presentations
     view = None
     if probe or hasattr(algorithm, "after_aggregate"):
         view = RoundView(model, data, locals_, state, new_state)
     if hasattr(algorithm, "after_aggregate"):
         new_state = algorithm.after_aggregate(new_state, view, hp)
         view.new = new_state
+    if events is not None:  # after the algorithm's own step, which builds its state without this engine key
+        new_state = {**new_state, "presentations": presentations}
+        if view is not None:
+            view.new = new_state
     return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, False, cohort,
                        view if probe else None, events)
 

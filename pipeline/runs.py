@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pipeline.checks import (check_choice, check_fraction, check_int, check_keys, check_mapping, check_nonnegative,
                              check_positive, check_profiles, check_unique_ints, is_number)
-from pipeline.clientdata import INPUT_SCALINGS
+from pipeline.clientdata import AUGMENTATIONS, INPUT_SCALINGS
 from pipeline.errors import exit_on_user_error
 from pipeline.losses import LOSSES
 
@@ -27,6 +27,9 @@ RUN_DEFAULTS = {
     "eps": 1.0e-8,
     "loss": "ce",
     "input_scaling": "standardize",
+    "norm": None,  # the normalisation layers of models that offer a choice (models.NORMS); None: the model's default
+    "augment": "none",  # crop_flip: random crop (padding 4) + horizontal flip of each local batch
+    "evaluate_on": "test",  # validation: the union of the clients' validation sets (the TCE paper's)
     "seeds": [0],
     "eval_every": 1,
     "targets": [],
@@ -39,6 +42,7 @@ RUN_DEFAULTS = {
 }
 RUN_REQUIRED = ("partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs", "batch_size", "lr")
 OPTIMIZERS = ("sgd", "adam")
+EVALUATION_SETS = ("test", "validation")
 RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", "scaled"}
 PAPERS = ("fedcurv", "importance", "tce", "fedwavg")
 
@@ -95,7 +99,13 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
         problems += check_int(f"{path}.forgettable_every", run["forgettable_every"], 0)
     if "example_events" in run and not isinstance(run["example_events"], bool):
         problems.append(f"{path}.example_events: {run['example_events']!r} is not allowed; expected true or false")
-    for key, choices in (("optimizer", OPTIMIZERS), ("loss", LOSSES), ("input_scaling", INPUT_SCALINGS)):
+    problems += check_norm(path, run)
+    if run.get("evaluate_on") == "validation" and isinstance(run.get("partition"), str) \
+            and not (partitions.get(run["partition"]) or {}).get("val_fraction"):
+        problems.append(f"{path}.evaluate_on: 'validation' needs a partition with a validation split; "
+                        f"partition {run['partition']} has no val_fraction")
+    for key, choices in (("optimizer", OPTIMIZERS), ("loss", LOSSES), ("input_scaling", INPUT_SCALINGS),
+                         ("augment", AUGMENTATIONS), ("evaluate_on", EVALUATION_SETS)):
         if key in run:
             problems += check_choice(f"{path}.{key}", run[key], choices)
     if "eps" in run:
@@ -120,6 +130,18 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
     if not isinstance(targets, list) or not all(is_number(t) and 0 < t <= 1 for t in targets):
         problems.append(f"{path}.targets: {targets!r} is not allowed; expected a list of accuracies in (0, 1]")
     return problems
+
+
+def check_norm(path: str, run: dict) -> list[str]:
+    from pipeline.models import NORMS
+
+    norm, model = run.get("norm"), run.get("model")
+    if norm is None or not isinstance(model, str):
+        return []
+    if model not in NORMS:
+        return [f"{path}.norm: model {model} has no norm option; leave norm out, or use one of the models "
+                f"{', '.join(NORMS)}"]
+    return check_choice(f"{path}.norm", norm, NORMS[model])
 
 
 def check_run(path: str, run, params: dict) -> list[str]:

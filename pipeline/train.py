@@ -6,7 +6,9 @@ probes) + data/models/<run>-seed<s>.pt.
 The run's settings come from resolved/<run>.json (the resolve stage), not from params.yaml, so that a
 stage reruns only when its own run's settings change.
 
-Per round it logs (DVCLive) the global model's test accuracy and loss, the cohort's mean local
+Per round it logs (DVCLive) the global model's test accuracy and loss (with `evaluate_on: validation`,
+the TCE paper's, on the union of the clients' validation sets, and the last model's test accuracy as
+`final_test_accuracy`), the cohort's mean local
 training loss and the bytes sent down and up; the seconds per round go to timing.json, apart, so that
 the metrics and curves of two identical runs are byte-identical. A NaN/inf loss stops the run with
 status `diverged` (shown as NC in the reports), and the stage still succeeds so the pipeline goes on.
@@ -145,6 +147,8 @@ def forgetting_summary(probes: dict) -> dict:
         summary["forgettable_total"] = int(sum(sum(c.values()) for c in probes["forgettable"].values()))
     if probes.get("presentations"):
         summary["example_events"] = probes["presentations"]
+    if probes.get("final_test_accuracy") is not None:
+        summary["final_test_accuracy"] = probes["final_test_accuracy"]
     return summary
 
 
@@ -253,7 +257,8 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     data, test, dataset_sha = load_client_data(settings, device)
     spec = dataset_spec(settings["dataset"])
-    model = build_model(settings["model"], spec.image_shape, spec.classes, settings["seed"]).to(device)
+    model = build_model(settings["model"], spec.image_shape, spec.classes, settings["seed"],
+                        settings.get("norm")).to(device)
     algorithm = get_algorithm(settings["algorithm"]["name"])
     hp = settings["algorithm"]
     if vectorized is None:
@@ -273,7 +278,9 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
         state, history, seconds = initial_state(model, algorithm, len(data.clients), hp), [], []
         probe_seconds, probes = [], {"has_validation": data.has_validation()}
     status = "diverged" if history and history[-1].get("diverged") else "ok"
-    test_index = torch.arange(len(test.y))
+    # The curves' evaluation set: the test set, or (TCE) the union of the clients' validation sets.
+    on_validation = settings.get("evaluate_on") == "validation"
+    curve_data, curve_index = (data, data.validation_index()) if on_validation else (test, torch.arange(len(test.y)))
     bar = tqdm(total=settings["rounds"], initial=len(history), desc=key, disable=not progress,
                unit="round", dynamic_ncols=True)
     for round_ in range(len(history) + 1, settings["rounds"] + 1):
@@ -293,7 +300,7 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
             state = result.state
             if round_ % settings["eval_every"] == 0 or round_ == settings["rounds"]:
                 record["test_accuracy"], record["test_loss"] = evaluate(model, {**state["params"], **state["buffers"]},
-                                                                        test, test_index)
+                                                                        curve_data, curve_index)
         probe_start = time.perf_counter()
         if result.view is not None:
             probe_round(result.view, round_, settings, probes, len(data.clients))
@@ -308,6 +315,9 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
                                           "probe_seconds": probe_seconds, "probes": probes})
     bar.close()
     final = {name: value.detach().cpu() for name, value in {**state["params"], **state["buffers"]}.items()}
+    if on_validation and status == "ok":  # the TCE paper reports the last model on the test set
+        probes["final_test_accuracy"] = evaluate(model, {**state["params"], **state["buffers"]}, test,
+                                                 torch.arange(len(test.y)))[0]
     if settings["example_events"]:
         probes["presentations"] = {"clients": len(data.clients),
                                    **forgetting.presentation_summary(state.get("presentations", {}))}
