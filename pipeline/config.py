@@ -135,8 +135,28 @@ def check_runs(params):
         return problems
     for key, settings in runs.items():
         problems += check_id("runs", key)
-        problems += check_run(f"runs.{key}", settings, params)
+        found = check_run(f"runs.{key}", settings, params)
+        problems += found or scaled_conflicts(f"runs.{key}", settings, params)
     return problems
+
+
+# Settings whose validity depends on another key: a `scaled` block that changes the key on the right
+# can make the one on the left invalid though neither is wrong alone (norm for a model without one).
+DEPENDENT_SETTINGS = {"norm": ("model",), "evaluate_on": ("partition",), "model": ("partition",)}
+
+
+def scaled_conflicts(path: str, run, params) -> list[str]:
+    """Problems of the default profile's merged settings on a key that depends on a scaled one."""
+    from pipeline.runs import check_run_values, deep_merge, scaled_keys
+
+    scaled = run.get("scaled") if isinstance(run, dict) else None
+    if not isinstance(scaled, dict) or not scaled:
+        return []
+    changed = set(scaled_keys(scaled))
+    watched = [key for key, on in DEPENDENT_SETTINGS.items() if changed & set(on) and key not in changed]
+    return [f"{p} (with the default profile's scaled {', '.join(sorted(changed & set(DEPENDENT_SETTINGS[key])))})"
+            for p in check_run_values(path, deep_merge(run, scaled), params)
+            for key in watched if p.startswith(f"{path}.{key}:")]
 
 
 def check_params(params) -> list[str]:

@@ -40,7 +40,15 @@ def run_line(settings: dict) -> str:
             f"{settings['model']:<10} R={settings['rounds']:<4} C={settings['client_fraction']:<4} "
             f"E={settings['local_epochs']:<3} B={settings['batch_size']:<4} lr={settings['lr']:g} "
             f"{settings['optimizer']} momentum={settings['momentum']:g} wd={settings['weight_decay']:g} "
-            f"loss={settings['loss']} seeds={settings['seeds']}")
+            f"loss={settings['loss']}{optional_text(settings)} seeds={settings['seeds']}")
+
+
+def optional_text(settings: dict) -> str:
+    """The settings most runs leave at their default, shown only when set."""
+    shown = [f"norm={settings['norm']}" if settings.get("norm") else "",
+             f"augment={settings['augment']}" if settings.get("augment", "none") != "none" else "",
+             f"eval={settings['evaluate_on']}" if settings.get("evaluate_on", "test") != "test" else ""]
+    return "".join(f" {text}" for text in shown if text)
 
 
 @exit_on_user_error

@@ -147,3 +147,14 @@ def test_generator_streams_for_augmentation_are_their_own():
     a = torch.randint(0, 9, (8,), generator=generator_for(1, 1, 0, AUGMENT_STREAM))
     b = torch.randint(0, 9, (8,), generator=generator_for(1, 1, 0, DROPOUT_STREAM))
     assert not torch.equal(a, b)
+
+
+def test_a_scaled_model_or_partition_that_breaks_norm_or_evaluate_on_is_named():
+    """Neither key is wrong alone; the default profile's merge makes them so (else training would fail
+    deep inside model building or with an empty validation set)."""
+    from pipeline.config import check_runs
+
+    run = {**RUN, "norm": "batch", "evaluate_on": "validation", "scaled": {"model": "mlp_200", "partition": "no_val"}}
+    problems = check_runs({**PARAMS, "runs": {"r": run}})
+    assert any(p.startswith("runs.r.norm: model mlp_200 has no norm option") and "scaled model" in p for p in problems)
+    assert any(p.startswith("runs.r.evaluate_on:") and "scaled partition" in p for p in problems)

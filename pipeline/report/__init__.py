@@ -3,6 +3,7 @@
 One module per paper (fedcurv.py, ...), each with `build(results, published, out_dir, profile) -> claims`;
 common.py reads the runs (reports/runs/<run>/seed<s>/, grouped by run into a SeededRun) and writes
 tables and figures; seeds.py holds the summaries over seeds (mean ± sd, last-k mean) and the one rule
-that decides every claim; __main__.py runs them all and writes the index and the claims ledger
-(reports/claims.md and the DVC metrics file reports/claims.json).
+that decides every claim; __main__.py runs them all and writes the index, the claims ledger
+(reports/claims.md and the DVC metrics file reports/claims.json) and the headline metrics file
+reports/summary.json (per paper: claims' totals, each run's final accuracy and curve mean).
 """

@@ -8,7 +8,7 @@ import yaml
 from pipeline.config import GRID_FILE, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
 from pipeline.io import write_json, write_text
-from pipeline.report import fedcurv, importance
+from pipeline.report import fedcurv, importance, tce
 from pipeline.report.common import NC, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
 from pipeline.report.seeds import K_LAST, RULE
 
@@ -16,7 +16,9 @@ REPORTS_DIR = Path("reports")
 PUBLISHED = Path(__file__).with_name("published.yaml")
 PAPERS = [("fedcurv", fedcurv, "Shoham et al. 2019, Overcoming Forgetting in Federated Learning on Non-IID Data"),
           ("importance", importance, "Kim, Kim & Kim, Overcoming Forgetting in Federated Learning via Importance "
-                                     "From Agent")]
+                                     "From Agent"),
+          ("tce", tce, "Legate, Caccia & Belilovsky, Reducing Forgetting in Federated Learning with Truncated "
+                       "Cross-Entropy")]
 
 
 def claims_markdown(claims: list, profile: str) -> str:
@@ -165,15 +167,44 @@ def index_markdown(profile: str, results: dict[str, SeededRun], built: list[tupl
     lines += ["## Runs", "",
               f"Accuracies as fractions, mean ± sd over the run's seeds; final = after the last round, last {K_LAST} = "
               f"each seed's mean over its last {K_LAST} evaluated rounds; {NC} (k of n diverged) when any seed "
-              "diverged. Seconds: all seeds together. Runs of no paper (a researcher's own) are listed like any other.",
+              "diverged; on the test set, or (marked) on the union of the clients' validation sets for runs with "
+              "`evaluate_on: validation` (TCE's; their last model's test accuracy is in reports/tce). Seconds: all "
+              "seeds together. Runs of no paper (a researcher's own) are listed like any other.",
               "", f"| run | paper | seeds | status | final accuracy | last {K_LAST} accuracy | rounds | seconds |",
               "|---|---|---|---|---|---|---|---|"]
     for key, run in sorted(results.items()):
+        where = " (validation)" if run.settings.get("evaluate_on") == "validation" else ""
         lines.append(f"| {key} | {run.paper or '—'} | {seeds_cell(run)} | {status_cell(run)} | "
-                     f"{accuracy_cell(run.final_accuracies(), 4)} | "
-                     f"{accuracy_cell(run.accuracy_means(percent=False), 4)} | {rounds_completed(run)} | "
+                     f"{accuracy_cell(run.final_accuracies(), 4)}{where} | "
+                     f"{accuracy_cell(run.accuracy_means(percent=False), 4)}{where} | {rounds_completed(run)} | "
                      f"{fmt(seconds_total(run), 1)} |")
     return "\n".join(lines) + "\n"
+
+
+def run_headline(run: SeededRun) -> dict:
+    """Two numbers per run for `dvc exp show` / `dvc metrics diff`, means over its seeds: `final`, the
+    last model's accuracy (test set; TCE's `final_test_accuracy`), and `curve_mean`, the mean over every
+    evaluated round of the accuracy curve, which moves when a change shifts the curve but not its end.
+    None where a seed diverged."""
+    finals, curves = [], []
+    for result in run.results:
+        if result.diverged:
+            return {"final": None, "curve_mean": None}
+        finals.append(result.summary.get("final_test_accuracy", result.summary.get("final_accuracy")))
+        curves.append(sum(result.accuracy) / len(result.accuracy) if result.accuracy else None)
+    mean = lambda values: None if not values or any(v is None for v in values) else round(sum(values) / len(values), 6)  # noqa: E731
+    return {"final": mean(finals), "curve_mean": mean(curves)}
+
+
+def headline(results: dict[str, SeededRun], claims: list) -> dict:
+    """reports/summary.json: per paper, the claims' totals and each run's two headline numbers."""
+    summary: dict = {}
+    for key, run in sorted(results.items()):
+        summary.setdefault(run.paper or "other", {}).setdefault("runs", {})[key] = run_headline(run)
+    for claim in claims:
+        totals = summary.setdefault(claim.paper, {}).setdefault("claims", {})
+        totals[claim.status.replace(" ", "_")] = totals.get(claim.status.replace(" ", "_"), 0) + 1
+    return summary
 
 
 @exit_on_user_error
@@ -194,6 +225,7 @@ def main() -> None:
         "held": statuses.count("held"), "failed": statuses.count("failed"),
         "inconclusive": statuses.count("inconclusive"), "not_run": statuses.count("not run"),
         "claims": {name: {c.id: c.status for c in claims if c.paper == name} for name, _, _ in PAPERS}})
+    write_json(REPORTS_DIR / "summary.json", headline(results, claims))
     write_text(REPORTS_DIR / "README.md", index_markdown(profile, results, built))
     print(f"reports: {len(results)} runs, claims " + ", ".join(f"{s}: {statuses.count(s)}" for s in sorted(set(statuses))))
 

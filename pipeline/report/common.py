@@ -405,7 +405,7 @@ def mean_curve(run: SeededRun) -> tuple[list[int], list[float], list[float], lis
 
 
 def plot_curves(path: Path, title: str, series: list[tuple[str, SeededRun]], targets: list[float],
-                ylim: tuple[float, float] = (0.5, 1.0)) -> None:
+                ylim: tuple[float, float] = (0.5, 1.0), ylabel: str = "test accuracy") -> None:
     """One mean curve per run over its seeds, shaded between the seeds' min and max; legends say n."""
     import matplotlib
     matplotlib.use("Agg")
@@ -421,7 +421,7 @@ def plot_curves(path: Path, title: str, series: list[tuple[str, SeededRun]], tar
     for target in targets:
         ax.axhline(target, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xlabel("round")
-    ax.set_ylabel("test accuracy" + (" (mean over seeds, band: min–max)" if any(r.n > 1 for _, r in series) else ""))
+    ax.set_ylabel(ylabel + (" (mean over seeds, band: min–max)" if any(r.n > 1 for _, r in series) else ""))
     ax.set_ylim(*ylim)
     ax.set_title(title)
     ax.grid(alpha=0.3)

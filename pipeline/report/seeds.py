@@ -32,7 +32,8 @@ HELD, FAILED, INCONCLUSIVE = "held", "failed", "inconclusive"
 
 RULE = (
     f"One rule decides every claim. Each side of a claim is its run's per-seed values (accuracy: the mean of "
-    f"a seed's last {K_LAST} evaluated rounds; rounds to a target: the first round at or above it). "
+    f"a seed's last {K_LAST} evaluated rounds, except TCE's: the last model's test accuracy, which its Table 1 "
+    f"reports; rounds to a target: the first round at or above it). "
     f"**held** = the seeds separate the two sides in the claimed direction, **failed** = they separate them "
     f"the other way, **inconclusive** = they do not separate them. Separated means: at least 2 seeds on each "
     f"side (a single seed can never separate: one run cannot tell a method from seed noise) and either "

@@ -1,0 +1,565 @@
+"""The TCE paper (Legate, Caccia & Belilovsky): Figures 1-7, appendix Tables 1-2 and its claims.
+
+Runs are placed by their settings, not by their names: a run of paper `tce` is a point (dataset,
+method, lr, alpha, C), the method being its loss and norm (FedAvg = cross-entropy, TCE = truncated
+cross-entropy; GN / BN). alpha is read from the run's partition in params.yaml.
+The main runs (those with forgetting probes) stand for Figures 1, 2 and 5-7 and for their own lr in
+Table 1. Accuracy in the tables is the last model's test accuracy (`final_test_accuracy`), as the
+paper's Table 1 reports it; the curves are the union of the clients' validation sets, as it monitors.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import random
+from pathlib import Path
+
+from pipeline.config import PARAMS_FILE, load_params
+from pipeline.errors import UserError
+from pipeline.forgetting import draw_forgetting_row, read_probe
+from pipeline.io import atomic_path
+from pipeline.report.common import (NC, NOT_RUN, Claim, SeededRun, comparison_claim, fmt_stat, plot_curves,
+                                    scaled_note, seeds_note, write_table)
+from pipeline.report.seeds import FAILED, HELD, INCONCLUSIVE, Comparison, combine, compare, has_value, mean_sd
+
+PAPER = "tce"
+PARTITIONS_DIR = Path("data/partitions")
+METHODS = {("ce", "group"): "fedavg_gn", ("tce", "group"): "tce_gn", ("tce", "batch"): "tce_bn",
+           ("ce", "batch"): "fedavg_bn"}
+LABELS = {"fedavg_gn": "FedAvg (GN)", "tce_gn": "FedAvg + TCE (GN)", "tce_bn": "FedAvg + TCE (BN)",
+          "fedavg_bn": "FedAvg (BN)"}
+TABLE_METHODS = ("fedavg_gn", "tce_gn", "tce_bn")  # Table 1 has no FedAvg with BN
+DATASETS = ("cifar10", "cifar100", "femnist")
+BASE_ALPHA, BASE_C = 0.1, 0.1
+# Figure 4's partitions (the report stage depends on these three folders).
+FIGURE4_PARTITIONS = {0.1: "cifar10_dirichlet_alpha01", 0.5: "cifar10_dirichlet_alpha05", 100.0: "cifar10_dirichlet_alpha100"}
+# "NC" (the paper: "did not converge", no rule given): here, a seed that diverged (non-finite loss) or
+# whose last model is within 1.5x chance on the test set.
+CHANCE_FACTOR = 1.5
+CLASSES = {"cifar10": 10, "cifar100": 100, "femnist": 62}
+
+
+# ---------------------------------------------------------------- where a run sits
+
+def method_of(settings: dict) -> str | None:
+    return METHODS.get((settings.get("loss", "ce"), settings.get("norm") or "group"))
+
+
+@functools.lru_cache(maxsize=4)
+def params_partitions(path: Path, modified_ns: int) -> dict:
+    return load_params(path).get("partitions") or {}
+
+
+def partition_settings(name: str) -> dict:
+    """A partition's settings as params.yaml has them (the report stage depends on `partitions`)."""
+    partitions = params_partitions(PARAMS_FILE.resolve(), PARAMS_FILE.stat().st_mtime_ns)
+    if name not in partitions:
+        raise UserError(f"params.yaml: partition {name!r}, which a TCE run names, is not under partitions")
+    return partitions[name]
+
+
+def point_of(run: SeededRun) -> tuple:
+    """(dataset, method, lr, alpha, C) of a run; alpha None for a partition that is not Dirichlet
+    (FEMNIST's writers), which counts as the base point."""
+    s = run.settings
+    alpha = partition_settings(s["partition"]).get("alpha")
+    return s["dataset"], method_of(s), float(s["lr"]), None if alpha is None else float(alpha), \
+        float(s["client_fraction"])
+
+
+def is_main(run: SeededRun) -> bool:
+    return bool(run.settings.get("probe_rounds"))
+
+
+def final_by_seed(run: SeededRun | None) -> dict:
+    """seed -> the last model's test accuracy; None for an NC seed (diverged, or near chance)."""
+    if run is None:
+        return {}
+    floor = CHANCE_FACTOR / CLASSES.get(run.settings["dataset"], 10)
+    values = {}
+    for result in run.results:
+        value = result.summary.get("final_test_accuracy")
+        values[result.seed] = value if has_value(value) and not result.diverged and value > floor else None
+    return values
+
+
+def final_values(run: SeededRun | None) -> list:
+    return list(final_by_seed(run).values())
+
+
+def cell(values: list) -> str:
+    if not values:
+        return NOT_RUN
+    missing = sum(not has_value(v) for v in values)
+    if missing:
+        return NC if missing == len(values) else f"{NC} on {missing} of {len(values)}"
+    return fmt_stat(values, 3)
+
+
+def main_lrs(runs: dict) -> dict:
+    """(dataset, method) -> the lr of its main run (what the alpha and C sweeps use)."""
+    return {point_of(r)[:2]: point_of(r)[2] for r in runs.values() if is_main(r)}
+
+
+def find(runs: dict, dataset, method, lr=None, alpha=BASE_ALPHA, fraction=BASE_C, main_only=False) -> SeededRun | None:
+    """The run at a point (lr None: the main run's); the main run first when a main and a grid run
+    match. Two runs of the same kind at one point would make every cell ambiguous: an error."""
+    def at_point(run):
+        d, m, run_lr, run_alpha, run_fraction = point_of(run)
+        alpha_matches = close(run_alpha, alpha) or (run_alpha is None and close(alpha, BASE_ALPHA))
+        lr_matches = is_main(run) if lr is None else close(run_lr, lr)
+        return (d, m) == (dataset, method) and alpha_matches and close(run_fraction, fraction) and lr_matches
+
+    matches = sorted((r for r in runs.values() if (not main_only or is_main(r)) and at_point(r)),
+                     key=lambda r: (not is_main(r), r.key))
+    if len(matches) > 1 and is_main(matches[0]) == is_main(matches[1]):
+        raise UserError(f"TCE report: runs {matches[0].key} and {matches[1].key} both sit at {dataset}, "
+                        f"{LABELS[method]}, lr {lr if lr is not None else 'main'}, α {alpha:g}, C {fraction:g}; "
+                        "give one of them another setting or paper")
+    return matches[0] if matches else None
+
+
+def close(a, b) -> bool:
+    return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9)
+
+
+# ---------------------------------------------------------------- Tables 1 and 2
+
+def table1(runs: dict, published: dict, out_dir: Path, profile: str) -> dict:
+    """Ours beside the published numbers, per dataset and lr; returns {(dataset, method): {lr: values}}."""
+    paper_lrs = [float(x) for x in published["table1"]["lrs"]]
+    ours: dict = {}
+    rows = []
+    for dataset in DATASETS:
+        lrs = sorted(set(paper_lrs) | {point_of(r)[2] for r in runs.values() if point_of(r)[0] == dataset},
+                     reverse=True)
+        for lr in lrs:
+            row = [dataset, f"{lr:g}"]
+            for method in TABLE_METHODS:
+                values = final_values(find(runs, dataset, method, lr))
+                if values:
+                    ours.setdefault((dataset, method), {})[lr] = values
+                printed = published["table1"][dataset][method]
+                paper_cell = printed[paper_lrs.index(lr)] if lr in paper_lrs else "—"
+                row += [cell(values), paper_cell]
+            rows.append(row)
+    header = ["dataset", "client lr"] + [f"{LABELS[m]} {side}" for m in TABLE_METHODS for side in ("ours", "published")]
+    notes = [f"profile: {profile}; accuracy = the last model's test accuracy (fraction), mean ± sd over seeds "
+             "(n = seeds); published: the paper's Table 1 as transcribed in pipeline/report/published.yaml",
+             f"{NC}: a seed that diverged or whose last model is within {CHANCE_FACTOR}x chance (the paper says "
+             "'did not converge' without a rule)",
+             "a main run (3 seeds, forgetting probes) stands for its own lr; the other lrs are the grid's runs",
+             seeds_note(runs), *scaled_note(runs)]
+    fedavg_bn = find(runs, "cifar10", "fedavg_bn", main_only=True)
+    if fedavg_bn is not None:
+        notes.append(f"FedAvg (BN), which the paper leaves out ('known to do poorly'), main run at lr "
+                     f"{fedavg_bn.settings['lr']:g} on CIFAR-10: {cell(final_values(fedavg_bn))}: read TCE (BN) "
+                     "against it too, to tell the loss's effect from the norm's")
+    if profile == "default":
+        notes.append("default profile: the small CNN for 40 rounds of E = 1 where the paper trains ResNet-18 for "
+                     "4,000 rounds of E = 3, so our accuracies sit far below the published ones; only the "
+                     "comparisons between methods at one setting are meaningful")
+    write_table(out_dir, "table1", "TCE appendix Table 1: accuracy by client learning rate", header, rows, notes)
+    return ours
+
+
+def within(means: dict, points: float) -> tuple[float | None, float | None, list]:
+    """(best mean, its lr, lrs within `points` percentage points of it, best first)."""
+    finite = {lr: m for lr, m in means.items() if m is not None}
+    if not finite:
+        return None, None, []
+    best_lr = max(finite, key=finite.get)
+    best = finite[best_lr]
+    return best, best_lr, sorted((lr for lr, m in finite.items() if m >= best - points / 100), reverse=True)
+
+
+def table2(ours: dict, published: dict, out_dir: Path) -> None:
+    rows = []
+    for dataset in DATASETS:
+        for method in TABLE_METHODS:
+            by_lr = ours.get((dataset, method), {})
+            means = {lr: (mean_sd(v)[0] if all(has_value(x) for x in v) else None) for lr, v in by_lr.items()}
+            best, best_lr, _ = within(means, 0)
+            lists = [", ".join(f"{lr:g}" for lr in within(means, p)[2]) or "—" for p in (2, 3, 5)]
+            printed = published["table2"][dataset][method]
+            rows.append([dataset, LABELS[method],
+                         f"{best:.3f} ({best_lr:g})" if best is not None else NOT_RUN, *lists,
+                         f"{printed['best']} ({printed['best_lr'] or 'lr not printed'})",
+                         *(", ".join(printed[f"within_{p}"]) for p in (2, 3, 5)),
+                         str(len(by_lr))])
+    header = ["dataset", "method", "ours best (lr)", "ours within 2", "ours within 3", "ours within 5",
+              "published best (lr)", "published within 2", "published within 3", "published within 5", "lrs run"]
+    notes = ["within x = the lrs whose mean accuracy is at least the best's minus x percentage points (the best "
+             "included); ours over the lrs this profile ran (last column), each an NC-free mean over its seeds",
+             "published: the paper's Table 2 as printed (its own inconsistencies with Table 1 are listed in "
+             "published.yaml)"]
+    write_table(out_dir, "table2", "TCE appendix Table 2: the best lr and the lrs near it", header, rows, notes)
+
+
+# ---------------------------------------------------------------- figures
+
+def figure2(runs: dict, out_dir: Path) -> None:
+    for dataset in ("cifar10", "cifar100"):
+        series = [(LABELS[m], r) for m in LABELS if (r := find(runs, dataset, m, main_only=True)) is not None]
+        if series:
+            plot_curves(out_dir / f"figure2_{dataset}.png", f"TCE Figure 2: {dataset}, α = 0.1, C = 0.1",
+                        series, [], ylim=(0.0, 1.0), ylabel="validation accuracy (union of the clients')")
+
+
+def sweep(runs: dict, axis: str) -> dict:
+    """method -> {alpha or C: run} for FedAvg (GN) and TCE (GN) on CIFAR-10 at the main run's lr."""
+    lrs = main_lrs(runs)
+    values = {point_of(r)[3 if axis == "alpha" else 4] for r in runs.values() if point_of(r)[0] == "cifar10"}
+    points: dict = {}
+    for method in ("fedavg_gn", "tce_gn"):
+        lr = lrs.get(("cifar10", method))
+        for x in sorted(v for v in values if v is not None):
+            where = {"alpha": x} if axis == "alpha" else {"fraction": x}
+            run = find(runs, "cifar10", method, lr, **where) if lr is not None else None
+            if run is not None:
+                points.setdefault(method, {})[x] = run
+    return points
+
+
+def plot_sweep(path: Path, points: dict, axis: str, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method, by_x in sorted(points.items()):
+        values = {x: final_values(run) for x, run in by_x.items()}
+        xs = sorted(x for x, v in values.items() if v and all(has_value(a) for a in v))
+        stats = [mean_sd(values[x]) for x in xs]
+        ax.errorbar(xs, [m for m, _, _ in stats], yerr=[sd or 0.0 for _, sd, _ in stats], marker="o", capsize=3,
+                    label=LABELS[method])
+    ax.set_xscale("log")
+    ax.set_xlabel("Dirichlet α" if axis == "alpha" else "participation C")
+    ax.set_ylabel("test accuracy of the last model (mean ± sd)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)
+
+
+def figure3(runs: dict, out_dir: Path) -> dict:
+    sweeps = {axis: sweep(runs, axis) for axis in ("alpha", "C")}
+    rows = []
+    for axis, points in sweeps.items():
+        for x in sorted({x for by_x in points.values() for x in by_x}):
+            first, second = points.get("tce_gn", {}).get(x), points.get("fedavg_gn", {}).get(x)
+            rows.append([axis, f"{x:g}", cell(final_values(second)), cell(final_values(first)),
+                         margin_cell(first, second)])
+        if points:
+            plot_sweep(out_dir / f"figure3{'a' if axis == 'alpha' else 'b'}.png", points, axis,
+                       f"TCE Figure 3{'a' if axis == 'alpha' else 'b'}: CIFAR-10, "
+                       + ("C = 0.1" if axis == "alpha" else "α = 0.1"))
+    write_table(out_dir, "figure3", "TCE Figure 3: heterogeneity (α) and participation (C), CIFAR-10",
+                ["axis", "value", "FedAvg (GN)", "FedAvg + TCE (GN)", "TCE − FedAvg"], rows,
+                ["the last model's test accuracy, mean ± sd over seeds; the margin pairs the two runs' seeds by "
+                 "seed number (the seeds both have)",
+                 "the paper: the margin is largest at α = 0.01, the two are very close from α = 0.5, and the gap "
+                 "is largest when few clients take part (no values printed)"])
+    return sweeps
+
+
+def margins(first: SeededRun | None, second: SeededRun | None) -> list:
+    """Per seed both runs have (paired by seed number): first − second; None where either is NC."""
+    a, b = final_by_seed(first), final_by_seed(second)
+    return [a[s] - b[s] if has_value(a[s]) and has_value(b[s]) else None for s in sorted(set(a) & set(b))]
+
+
+def margin_cell(first: SeededRun | None, second: SeededRun | None) -> str:
+    return cell(margins(first, second)) if first is not None and second is not None else NOT_RUN
+
+
+def figure4(out_dir: Path) -> None:
+    """The class mix of ten random clients for α = 0.1, 0.5 and 100 (training samples)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mixes = {}
+    for alpha, name in FIGURE4_PARTITIONS.items():
+        path = PARTITIONS_DIR / name / "label_counts.json"
+        if path.is_file():
+            mixes[alpha] = json.loads(path.read_text())["train"]
+    if not mixes:
+        return
+    fig, axes = plt.subplots(1, len(mixes), figsize=(5 * len(mixes), 4), squeeze=False)
+    chosen = sorted(random.Random(0).sample(range(100), 10))
+    for ax, (alpha, counts) in zip(axes[0], sorted(mixes.items())):
+        bottom = [0] * len(chosen)
+        for label in range(len(counts[0])):
+            heights = [counts[c][label] for c in chosen]
+            ax.bar([str(c) for c in chosen], heights, bottom=bottom, label=str(label))
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        ax.set_title(f"α = {alpha:g}")
+        ax.set_xlabel("client")
+        ax.set_ylabel("training samples by class")
+    axes[0][-1].legend(title="class", fontsize="x-small", bbox_to_anchor=(1.02, 1), loc="upper left")
+    fig.suptitle("TCE Figure 4: the class mix of ten random clients (CIFAR-10, 100 clients)")
+    fig.tight_layout()
+    with atomic_path(out_dir / "figure4.png") as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)
+
+
+def probe_figures(run: SeededRun) -> dict[str, int]:
+    """Figure name -> probe round: 5 = the first, 6 = the middle, 1 = 70 % through (2,800 of 4,000), 7 = the last."""
+    rounds = sorted(run.settings.get("probe_rounds", []))
+    total = run.settings["rounds"]
+    if not rounds:
+        return {}
+    nearest = lambda share: min(rounds, key=lambda r: abs(r - share * total))  # noqa: E731
+    return {"figure5": rounds[0], "figure6": nearest(0.5), "figure1": nearest(0.7), "figure7": rounds[-1]}
+
+
+def forgetting_figures(runs: dict, out_dir: Path) -> dict:
+    """CE above TCE (GN, CIFAR-10, the first seed), difference / post / prior, at each probe round."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pair = {m: find(runs, "cifar10", m, main_only=True) for m in ("fedavg_gn", "tce_gn")}
+    if any(r is None for r in pair.values()):
+        return {}
+    figures = probe_figures(pair["fedavg_gn"])
+    for name, round_ in figures.items():
+        records = {}
+        for method, run in pair.items():
+            path = Path("reports/runs") / run.key / f"seed{run.seeds[0]}" / "forgetting" / f"round_{round_}.json"
+            if path.is_file():
+                records[method] = read_probe(path)
+        if len(records) < 2:
+            continue
+        fig, axes = plt.subplots(2, 3, figsize=(17, 10))
+        for row, method in enumerate(("fedavg_gn", "tce_gn")):
+            draw_forgetting_row(fig, axes[row], records[method], f"{'CE' if method == 'fedavg_gn' else 'TCE'}: ")
+        fig.suptitle(f"TCE {name.replace('figure', 'Figure ')}: local client forgetting after round {round_} of "
+                     f"{pair['fedavg_gn'].settings['rounds']} (CIFAR-10, GN, seed {pair['fedavg_gn'].seeds[0]})")
+        fig.tight_layout()
+        with atomic_path(out_dir / f"{name}_round{round_}.png") as tmp:
+            fig.savefig(tmp, dpi=80, format="png")
+        plt.close(fig)
+    return figures
+
+
+def forgetting_values(run: SeededRun | None, round_: int) -> list:
+    """Per seed: the cohort's mean F_k after `round_`."""
+    if run is None:
+        return []
+    return [r.summary.get("mean_local_forgetting", {}).get(f"round_{round_}") for r in run.results]
+
+
+def forgetting_table(runs: dict, figures: dict, out_dir: Path) -> None:
+    rows = []
+    for name, round_ in sorted(figures.items(), key=lambda item: item[1]):
+        row = [name.replace("figure", "Figure "), str(round_)]
+        for method in LABELS:
+            row.append(cell(forgetting_values(find(runs, "cifar10", method, main_only=True), round_)))
+        rows.append(row)
+    write_table(out_dir, "forgetting", "TCE Figures 1, 5-7: mean local client forgetting F_k (CIFAR-10)",
+                ["figure", "round", *LABELS.values()], rows,
+                ["F_k = mean over the other probed clients' local models i of Acc_k(w_t^i) − Acc_k(w_{t−1}) on "
+                 "client k's validation data, averaged over the 10 probed clients of the round; mean ± sd over "
+                 "seeds; higher (less negative) = less forgetting", "heatmaps: figure<N>_round<t>.png (CE above, TCE below)"])
+
+
+# ---------------------------------------------------------------- claims
+
+def published_best(published: dict, dataset: str, method: str) -> str:
+    """"0.859 ± 0.004 (lr 0.03)": a column's best cell of the published Table 1."""
+    lrs, cells = published["table1"]["lrs"], published["table1"][dataset][method]
+    numeric = [(float(c.split()[0]), lr, c) for lr, c in zip(lrs, cells) if c != NC]
+    _, lr, text = max(numeric)
+    return f"{text} (lr {lr})"
+
+
+def claims(runs: dict, published: dict, ours: dict, sweeps: dict, figures: dict) -> list[Claim]:
+    out = []
+    for dataset in ("cifar10", "cifar100"):
+        for method, text in (("tce_gn", "FedAvg + TCE (GN) is more accurate than FedAvg (GN)"),
+                             ("tce_bn", "FedAvg + TCE (BN) is more accurate than FedAvg (GN)")):
+            out.append(main_claim(f"{method}_beats_fedavg_{dataset}", f"{text}, {dataset}, α = 0.1 (Table 1, Figure 2)",
+                                  f"Table 1 best: {published_best(published, dataset, method)} vs FedAvg "
+                                  f"{published_best(published, dataset, 'fedavg_gn')}", runs, dataset, method))
+    for method in ("tce_gn", "tce_bn"):
+        out.append(femnist_claim(runs, published, method))
+    out.append(forgetting_claim(runs, figures))
+    out.append(norms_claim(runs, published))
+    out.append(every_lr_claim(runs))
+    out.append(near_best_claim(ours, published))
+    out.append(sweep_claim("alpha", sweeps["alpha"], 0.01, "TCE's margin over FedAvg is largest at α = 0.01 (Figure 3a)"))
+    out.append(equal_at_claim(sweeps["alpha"], 100.0))
+    out.append(sweep_claim("C", sweeps["C"], None, "TCE's margin over FedAvg is largest when the fewest clients "
+                                                   "take part (Figure 3b)"))
+    return out
+
+
+def within_points(claim_id: str, text: str, published: str, labels: tuple[str, str], first: list, second: list,
+                  points: float) -> Claim:
+    """'first and second are within `points` of each other': each side, shifted up by `points`, is
+    separated above the other (two comparisons, combined by the rule)."""
+    shift = points / 100
+    up = compare([v + shift if has_value(v) else v for v in first], second)
+    down = compare([v + shift if has_value(v) else v for v in second], first)
+    status = combine([up.status, down.status])
+    evidence = (f"{labels[0]}: {cell(first)}, {labels[1]}: {cell(second)}; {labels[0]} + {points:g} points above "
+                f"{labels[1]}: {up.status} ({up.reason}); {labels[1]} + {points:g} points above {labels[0]}: "
+                f"{down.status} ({down.reason})")
+    return Claim(PAPER, claim_id, text, status, evidence, published, up.seeds)
+
+
+def norms_claim(runs: dict, published: dict) -> Claim:
+    text = "FedAvg + TCE with BatchNorm is within 2 points of TCE with GroupNorm (CIFAR-10, main runs)"
+    published = (f"Table 1 best: {published_best(published, 'cifar10', 'tce_bn')} (BN) vs "
+                 f"{published_best(published, 'cifar10', 'tce_gn')} (GN)")
+    bn, gn = find(runs, "cifar10", "tce_bn", main_only=True), find(runs, "cifar10", "tce_gn", main_only=True)
+    if bn is None or gn is None:
+        return Claim(PAPER, "tce_bn_near_gn", text, NOT_RUN, "main CIFAR-10 TCE runs not in this profile", published)
+    return within_points("tce_bn_near_gn", text, published, ("BN", "GN"), final_values(bn), final_values(gn), 2)
+
+
+def equal_at_claim(points: dict, alpha: float) -> Claim:
+    text = f"At α = {alpha:g} TCE and FedAvg are equal within noise: within 2 points of each other (Figure 3a)"
+    published = "Figure 3a: 'very close' from α = 0.5 on, no numbers printed"
+    first, second = points.get("tce_gn", {}).get(alpha), points.get("fedavg_gn", {}).get(alpha)
+    if first is None or second is None:
+        return Claim(PAPER, "tce_equal_at_high_alpha", text, NOT_RUN, f"α = {alpha:g} not run in this profile",
+                     published)
+    return within_points("tce_equal_at_high_alpha", text, published, ("TCE", "FedAvg"), final_values(first),
+                         final_values(second), 2)
+
+
+def femnist_claim(runs: dict, published: dict, method: str) -> Claim:
+    """FEMNIST has no main runs: each method at the lr of its best mean in our grid."""
+    claim_id = f"{method}_beats_fedavg_femnist"
+    text = f"{LABELS[method]} is more accurate than FedAvg (GN) on FEMNIST, each at its best lr (Table 1)"
+    paper = (f"Table 1 best: {published_best(published, 'femnist', method)} vs FedAvg "
+             f"{published_best(published, 'femnist', 'fedavg_gn')}")
+    best = {m: best_run(runs, "femnist", m) for m in (method, "fedavg_gn")}
+    if any(r is None for r in best.values()):
+        return Claim(PAPER, claim_id, text, NOT_RUN, "FEMNIST runs not in this profile", paper)
+    return comparison_claim(PAPER, claim_id, text, paper, f"{LABELS[method]} lr {best[method].settings['lr']:g}",
+                            f"FedAvg (GN) lr {best['fedavg_gn'].settings['lr']:g}", final_values(best[method]),
+                            final_values(best["fedavg_gn"]), "higher", cell, " (last model, test)")
+
+
+def best_run(runs: dict, dataset: str, method: str) -> SeededRun | None:
+    """The run of a method with the highest mean last-model accuracy over the lrs run (NC seeds: not a candidate)."""
+    candidates = [r for r in runs.values() if point_of(r)[:2] == (dataset, method)
+                  and all(has_value(v) for v in final_values(r))]
+    return max(candidates, key=lambda r: mean_sd(final_values(r))[0], default=None)
+
+
+def near_best_claim(ours: dict, published: dict) -> Claim:
+    """'TCE has more lrs within 2 points of its best than FedAvg' (CIFAR-10, GN): a count over lrs, decided
+    only when every lr of both methods has at least 2 seeds and no NC seed (else one seed's noise moves
+    an lr in or out)."""
+    text = "TCE (GN) has more client learning rates within 2 points of its best than FedAvg (GN) (CIFAR-10, Table 2)"
+    listed = {m: len(published["table2"]["cifar10"][m]["within_2"]) for m in ("tce_gn", "fedavg_gn")}
+    published = f"Table 2: {listed['tce_gn']} vs {listed['fedavg_gn']} lrs listed"
+    by_method = {m: ours.get(("cifar10", m), {}) for m in ("tce_gn", "fedavg_gn")}
+    if any(len(v) < 2 for v in by_method.values()):
+        return Claim(PAPER, "tce_more_lrs_near_best", text, NOT_RUN, "fewer than 2 lrs per method in this profile",
+                     published)
+    counts = {}
+    for method, by_lr in by_method.items():
+        means = {lr: mean_sd(v)[0] if all(has_value(x) for x in v) else None for lr, v in by_lr.items()}
+        counts[method] = len(within(means, 2)[2])
+    thin = sorted({f"{lr:g}" for by_lr in by_method.values() for lr, v in by_lr.items() if len(v) < 2})
+    evidence = f"TCE {counts['tce_gn']} of {len(by_method['tce_gn'])} lrs, FedAvg {counts['fedavg_gn']} of " \
+               f"{len(by_method['fedavg_gn'])}"
+    if thin:
+        return Claim(PAPER, "tce_more_lrs_near_best", text, INCONCLUSIVE,
+                     f"{evidence}; lrs with one seed ({', '.join(thin)}) cannot decide it", published)
+    status = HELD if counts["tce_gn"] > counts["fedavg_gn"] else FAILED if counts["tce_gn"] < counts["fedavg_gn"] \
+        else INCONCLUSIVE
+    return Claim(PAPER, "tce_more_lrs_near_best", text, status, evidence, published)
+
+
+def main_claim(claim_id, text, published, runs, dataset, method) -> Claim:
+    first, second = find(runs, dataset, method, main_only=True), find(runs, dataset, "fedavg_gn", main_only=True)
+    if first is None or second is None:
+        return Claim(PAPER, claim_id, text, NOT_RUN, f"main {dataset} runs not in this profile", published)
+    return comparison_claim(PAPER, claim_id, text, published, LABELS[method], LABELS["fedavg_gn"],
+                            final_values(first), final_values(second), "higher", cell, " (last model, test)")
+
+
+def forgetting_claim(runs: dict, figures: dict) -> Claim:
+    text = "TCE reduces local client forgetting: F_k is higher (less negative) than with CE (Figure 1, GN, CIFAR-10)"
+    published = "Figure 1 (round 2,800): heatmaps, no numbers"
+    first, second = find(runs, "cifar10", "tce_gn", main_only=True), find(runs, "cifar10", "fedavg_gn", main_only=True)
+    if first is None or second is None or "figure1" not in figures:
+        return Claim(PAPER, "tce_less_forgetting", text, NOT_RUN, "main CIFAR-10 GN runs not in this profile", published)
+    round_ = figures["figure1"]
+    if round_ not in first.settings.get("probe_rounds", []):
+        return Claim(PAPER, "tce_less_forgetting", text, NOT_RUN, f"{first.key} has no probe at round {round_}",
+                     published)
+    return comparison_claim(PAPER, "tce_less_forgetting", text, published, "TCE", "CE",
+                            forgetting_values(first, round_), forgetting_values(second, round_), "higher",
+                            lambda v: fmt_stat(v, 3), f" mean F_k after round {round_}")
+
+
+def every_lr_claim(runs: dict) -> Claim:
+    text = "Across all client learning rates TCE improves on FedAvg, with either norm (CIFAR-10, Table 1)"
+    published = "Table 1 (the text, L80); the table itself has exceptions, e.g. lr 0.5 TCE GN 0.751 < 0.777"
+    comparisons = []
+    for method in ("tce_gn", "tce_bn"):
+        for run in runs.values():
+            dataset, m, lr, alpha, fraction = point_of(run)
+            if dataset == "cifar10" and m == method and close(alpha, BASE_ALPHA) and close(fraction, BASE_C):
+                other = find(runs, "cifar10", "fedavg_gn", lr)
+                if other is not None:
+                    comparisons.append((f"{LABELS[method]} lr {lr:g}", compare(final_values(run), final_values(other))))
+    if not comparisons:
+        return Claim(PAPER, "tce_every_lr", text, NOT_RUN, "no lr with both methods in this profile", published)
+    status = combine(c.status for _, c in comparisons)
+    evidence = "; ".join(f"{label}: {c.status} ({c.reason})" for label, c in sorted(comparisons))
+    seeds = "; ".join(sorted({c.seeds for _, c in comparisons}))
+    return Claim(PAPER, "tce_every_lr", text, status, evidence, published, seeds)
+
+
+def sweep_claim(axis: str, points: dict, at, text: str) -> Claim:
+    """The TCE − FedAvg margin (seeds paired) at `at` (None: the smallest value) against every other value."""
+    claim_id = f"tce_margin_{axis}"
+    published = "Figure 3, no numbers printed"
+    common = sorted(set(points.get("tce_gn", {})) & set(points.get("fedavg_gn", {})))
+    if len(common) < 2:
+        return Claim(PAPER, claim_id, text, NOT_RUN, f"fewer than two {axis} values with both methods", published)
+    at = min(common) if at is None else at
+    if not any(close(at, x) for x in common):
+        return Claim(PAPER, claim_id, text, NOT_RUN, f"{axis} = {at:g} not run in this profile", published)
+    margin = {x: margins(points["tce_gn"][x], points["fedavg_gn"][x]) for x in common}
+    key = next(x for x in common if close(at, x))
+    comparisons = {x: margin_comparison(margin[key], margin[x]) for x in common if x != key}
+    evidence = f"margin at {axis} = {at:g}: {cell(margin[key])}; " + "; ".join(
+        f"vs {x:g}: {cell(margin[x])}, {c.status} ({c.reason})" for x, c in comparisons.items())
+    seeds = "; ".join(sorted({c.seeds for c in comparisons.values()}))
+    return Claim(PAPER, claim_id, text, combine(c.status for c in comparisons.values()), evidence, published, seeds)
+
+
+def margin_comparison(first: list, second: list) -> Comparison:
+    """compare() on two margins; a margin with an NC seed on either method has no meaning (a FedAvg that
+    did not converge is no small margin): inconclusive, said so."""
+    if not all(has_value(v) for v in first + second):
+        return Comparison(INCONCLUSIVE, "a seed NC on one of the methods: no margin", len(first), len(second))
+    return compare(first, second)
+
+
+def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[Claim]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = {k: v for k, v in results.items() if v.paper == PAPER and method_of(v.settings) is not None}
+    ours = table1(runs, published, out_dir, profile)
+    table2(ours, published, out_dir)
+    figure2(runs, out_dir)
+    sweeps = figure3(runs, out_dir)
+    figure4(out_dir)
+    figures = forgetting_figures(runs, out_dir)
+    forgetting_table(runs, figures, out_dir)
+    return claims(runs, published, ours, sweeps, figures)
