@@ -203,8 +203,11 @@ def figure2(runs: dict, out_dir: Path) -> None:
     for dataset in ("cifar10", "cifar100"):
         series = [(LABELS[m], r) for m in LABELS if (r := find(runs, dataset, m, main_only=True)) is not None]
         if series:
-            plot_curves(out_dir / f"figure2_{dataset}.png", f"TCE Figure 2: {dataset}, α = 0.1, C = 0.1",
-                        series, [], ylim=(0.0, 1.0), ylabel="validation accuracy (union of the clients')")
+            top = max((a for _, run in series for r in run.results for a in r.accuracy if has_value(a)), default=1.0)
+            plot_curves(out_dir / f"figure2_{dataset}.png",
+                        f"TCE Figure 2: {dataset}, α = 0.1, C = 0.1\n(accuracy on the union of the clients' "
+                        "validation sets)", series, [], ylim=(0.0, min(1.0, math.ceil(top * 10 + 1) / 10)),
+                        ylabel="validation accuracy")
 
 
 def sweep(runs: dict, axis: str) -> dict:
