@@ -10,7 +10,7 @@ from pipeline.errors import exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.report import fedcurv, importance, tce
 from pipeline.report.common import NC, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
-from pipeline.report.seeds import K_LAST, RULE
+from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
 
 REPORTS_DIR = Path("reports")
 PUBLISHED = Path(__file__).with_name("published.yaml")
@@ -192,7 +192,8 @@ def run_headline(run: SeededRun) -> dict:
             return {"final": None, "curve_mean": None}
         finals.append(result.summary.get("final_test_accuracy", result.summary.get("final_accuracy")))
         curves.append(sum(result.accuracy) / len(result.accuracy) if result.accuracy else None)
-    mean = lambda values: None if not values or any(v is None for v in values) else round(sum(values) / len(values), 6)  # noqa: E731
+    def mean(values):
+        return round(mean_sd(values)[0], 6) if values and all(has_value(v) for v in values) else None
     return {"final": mean(finals), "curve_mean": mean(curves)}
 
 

@@ -228,13 +228,13 @@ def fmt_stat(values: list, digits: int = 2) -> str:
     return f"{text} (n={n})"
 
 
-def accuracy_cell(values: list, digits: int = 2) -> str:
-    """Per-seed accuracies: mean ± sd (n); NC when any seed diverged (with how many)."""
+def accuracy_cell(values: list, digits: int = 2, why: str = "diverged") -> str:
+    """Per-seed accuracies: mean ± sd (n); NC when any seed has no value (with how many, and `why`)."""
     if not values:
         return NOT_RUN
     missing = sum(not has_value(v) for v in values)
     if missing:
-        return NC if len(values) == 1 else f"{NC} ({missing} of {len(values)} diverged)"
+        return NC if len(values) == 1 else f"{NC} ({missing} of {len(values)} {why})"
     return fmt_stat(values, digits)
 
 

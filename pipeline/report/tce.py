@@ -19,8 +19,8 @@ from pipeline.config import PARAMS_FILE, load_params
 from pipeline.errors import UserError
 from pipeline.forgetting import draw_forgetting_row, read_probe
 from pipeline.io import atomic_path
-from pipeline.report.common import (NC, NOT_RUN, Claim, SeededRun, comparison_claim, fmt_stat, plot_curves,
-                                    scaled_note, seeds_note, write_table)
+from pipeline.report.common import (NC, NOT_RUN, Claim, SeededRun, accuracy_cell, comparison_claim, fmt_stat,
+                                    plot_curves, scaled_note, seeds_note, write_table)
 from pipeline.report.seeds import FAILED, HELD, INCONCLUSIVE, Comparison, combine, compare, has_value, mean_sd
 
 PAPER = "tce"
@@ -47,13 +47,14 @@ def method_of(settings: dict) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def params_partitions(path: Path, modified_ns: int) -> dict:
+def params_partitions(path: Path) -> dict:
+    """params.yaml's partitions, read once per file (the report is one process; tests use their own folder)."""
     return load_params(path).get("partitions") or {}
 
 
 def partition_settings(name: str) -> dict:
     """A partition's settings as params.yaml has them (the report stage depends on `partitions`)."""
-    partitions = params_partitions(PARAMS_FILE.resolve(), PARAMS_FILE.stat().st_mtime_ns)
+    partitions = params_partitions(PARAMS_FILE.resolve())
     if name not in partitions:
         raise UserError(f"params.yaml: partition {name!r}, which a TCE run names, is not under partitions")
     return partitions[name]
@@ -89,12 +90,7 @@ def final_values(run: SeededRun | None) -> list:
 
 
 def cell(values: list) -> str:
-    if not values:
-        return NOT_RUN
-    missing = sum(not has_value(v) for v in values)
-    if missing:
-        return NC if missing == len(values) else f"{NC} on {missing} of {len(values)}"
-    return fmt_stat(values, 3)
+    return accuracy_cell(values, 3, "diverged or near chance")
 
 
 def main_lrs(runs: dict) -> dict:
