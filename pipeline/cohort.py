@@ -93,26 +93,22 @@ class DropoutDraws:
 
 
 class AugmentDraws:
-    """Each client's data augmentation (`augment`), drawn step by step from its own (seed, round,
-    client) generator for a full batch, padding included, as the dropout masks are: the same images
-    whichever path or chunk trains the client."""
+    """Each client's crop-and-flip augmentation (`augment: crop_flip`), drawn step by step from its own
+    (seed, round, client) generator for a full batch, padding included, as the dropout masks are: the
+    same images whichever path or chunk trains the client. A run without augmentation has none
+    (CohortJob.augment is None)."""
 
-    def __init__(self, kind: str, members: list[int], seed: int, round_: int, batch_size: int, fill: torch.Tensor):
-        self.on = kind == "crop_flip"
-        self.generators = [generator_for(seed, round_, client, AUGMENT_STREAM) for client in members] if self.on else []
+    def __init__(self, members: list[int], seed: int, round_: int, batch_size: int, fill: torch.Tensor):
+        self.generators = [generator_for(seed, round_, client, AUGMENT_STREAM) for client in members]
         self.batch_size, self.fill = batch_size, fill
 
     def one(self, c: int, x: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
         """Client c's batch x [b, C, H, W] (its present samples, `present` over the full batch)."""
-        if not self.on:
-            return x
         draws = crop_flip_draws(self.batch_size, self.generators[c])
         return crop_flip(x, draws if present is None else draws[present.cpu()], self.fill)
 
     def stacked(self, x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
         """The cohort's batches x [clients, batch, C, H, W]; clients with no step draw nothing."""
-        if not self.on:
-            return x
         draws = torch.zeros(x.shape[0], self.batch_size, 3, dtype=torch.long)
         for c, on in enumerate(active.tolist()):
             if on:
@@ -143,7 +139,8 @@ def mask_shapes(model, example_input: torch.Tensor) -> dict:
 def make_objective(model, algorithm, hp, record_correct: bool = True):
     """objective(params, extra, x, y, w, keep, shared, ctx) -> (total, (data_loss, correct)) for one
     client and one batch; `extra` holds buffers and dropout masks, `keep` the loss's logit mask (or None),
-    `correct` says which samples this forward pass (before the step) classified right, over all classes:
+    `extra` also holds the parameters `freeze` holds fixed (no gradient, no step). `correct` says which
+    samples this forward pass (before the step) classified right, over all classes:
     the presentations that example-forgetting events are counted from (all False unless
     `record_correct`: the argmax is not paid for when no run records it).
 
@@ -224,6 +221,7 @@ class CohortJob:
     augment: AugmentDraws | None = None  # None: no augmentation
     tracker_factory: object = None  # () -> tracker, or None
     record_correct: bool = False  # keep each presentation's correctness (example-forgetting events)
+    fixed: dict = field(default_factory=dict)  # stacked parameters held fixed (`freeze`): inputs, not trained
     objective: object = field(default=None)
 
     def __post_init__(self):
@@ -242,7 +240,8 @@ class CohortOutcome:
 def by_hand_applies(job: CohortJob) -> bool:
     """The hand-written batched MLP layers give the gradients (pipeline.cohort_mlp); they do not report
     each presentation's correctness, so a run that records it takes vmap."""
-    return cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine") and not job.record_correct
+    return (cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine") and not job.record_correct
+            and not job.fixed)
 
 
 def fused_sgd_applies(job: CohortJob) -> bool:
@@ -282,7 +281,7 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             if by_hand:
                 data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep)
             else:
-                masks = job.dropout.stacked(active)
+                masks = {**job.dropout.stacked(active), **job.fixed}
                 data_grads, (_, (data_loss, right)) = step_fn(stacked, masks, x, y, w, job.keep, job.shared,
                                                               job.contexts)
                 if correct is not None:
@@ -307,6 +306,7 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     for c in range(index.shape[1]):
         params = {name: value[c].clone() for name, value in stacked.items()}
         own_buffers = {name: value[c].clone() for name, value in buffers.items()}
+        fixed = slice_tree(job.fixed, c)
         ctx = slice_tree(job.contexts, c)
         keep = None if job.keep is None else job.keep[c]
         own_tracker = job.tracker_factory() if job.tracker_factory else None
@@ -324,8 +324,8 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             x = job.data.inputs(samples)
             if job.augment is not None:
                 x = job.augment.one(c, x, present)
-            data_grads, (_, (data_loss, right)) = step_fn(params, {**own_buffers, **masks}, x, job.data.y[samples], w,
-                                                          keep, job.shared, ctx)
+            data_grads, (_, (data_loss, right)) = step_fn(params, {**own_buffers, **masks, **fixed}, x,
+                                                          job.data.y[samples], w, keep, job.shared, ctx)
             if correct is not None:
                 correct[s, c, present] = right
             grads = add_penalty_gradient(data_grads, affine, params)

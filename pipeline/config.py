@@ -199,8 +199,10 @@ def derive_grid(params) -> dict:
         run = resolved(settings)
         partition = run["partition"]
         for seed in run.get("seeds", RUN_DEFAULTS["seeds"]):
+            # the algorithm names its module: the train stage depends on that one (dvc.yaml)
             runs[seed_key(key, seed)] = {"run": key, "seed": seed, "partition": partition,
-                                         "dataset": params["partitions"][partition]["dataset"]}
+                                         "dataset": params["partitions"][partition]["dataset"],
+                                         "algorithm": run["algorithm"]["name"]}
     used = {r["partition"] for r in runs.values()}
     partitions = {name: {"dataset": settings["dataset"]}
                   for name, settings in params["partitions"].items()

@@ -13,6 +13,7 @@ within about 2x. A GPU estimate divides by an assumed throughput (`GPU_TFLOPS`),
 """
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 
@@ -73,16 +74,29 @@ def client_sizes(params: dict, partition: str) -> list[int] | None:
     return [int(per_client * (1 - settings.get("val_fraction", 0.0)))] * clients
 
 
-def run_flops(settings: dict, params: dict) -> float | None:
-    """Training and evaluation FLOPs of one (run, seed); None when the clients' sizes are unknown."""
+@functools.lru_cache(maxsize=None)
+def model_shape(model: str, image_shape: tuple, classes: int, norm: str | None) -> tuple[int, int]:
+    """(forward FLOPs of one sample, parameter count) of a model for a dataset (built once per kind)."""
     from pipeline.models import build_model
 
+    net = build_model(model, image_shape, classes, 0, norm)
+    return forward_flops(net, image_shape), sum(p.numel() for p in net.parameters())
+
+
+def run_model_shape(settings: dict, params: dict) -> tuple[int, int]:
+    dataset = params["partitions"][settings["partition"]]["dataset"]
+    spec = dataset_spec(dataset, params.get("datasets", {}).get(dataset))
+    return model_shape(settings["model"], tuple(spec.image_shape), spec.classes, settings.get("norm"))
+
+
+def run_flops(settings: dict, params: dict) -> float | None:
+    """Training and evaluation FLOPs of one (run, seed); None when the clients' sizes are unknown."""
     sizes = client_sizes(params, settings["partition"])
     if sizes is None:
         return None
     dataset = params["partitions"][settings["partition"]]["dataset"]
     spec = dataset_spec(dataset, params.get("datasets", {}).get(dataset))
-    forward = forward_flops(build_model(settings["model"], spec.image_shape, spec.classes, 0, settings.get("norm")), spec.image_shape)
+    forward = run_model_shape(settings, params)[0]
     per_round = len(sample_cohort(len(sizes), settings["client_fraction"], 0, 1))
     passes = settings["rounds"] * per_round * statistics.fmean(sizes) * settings["local_epochs"]
     evaluations = (spec.test_size or 0) * -(-settings["rounds"] // settings["eval_every"])
@@ -111,8 +125,10 @@ def run_cost(settings: dict, params: dict, throughput: dict[str, float]) -> dict
     """{"flops", "cpu_seconds" (None where no run of this model was measured), "gpu_seconds"} for all of
     the run's seeds."""
     flops = run_flops(settings, params)
+    parameters = run_model_shape(settings, params)[1]
     if flops is None:
-        return {"flops": None, "cpu_seconds": None, "gpu_seconds": None}
+        return {"flops": None, "cpu_seconds": None, "gpu_seconds": None, "parameters": parameters}
     flops *= len(settings["seeds"])
     rate = throughput.get(settings["model"])
-    return {"flops": flops, "cpu_seconds": flops / rate if rate else None, "gpu_seconds": flops / (GPU_TFLOPS * 1e12)}
+    return {"flops": flops, "cpu_seconds": flops / rate if rate else None, "gpu_seconds": flops / (GPU_TFLOPS * 1e12),
+            "parameters": parameters}

@@ -29,9 +29,10 @@ def hours(seconds) -> str:
 
 
 def cost_text(estimate: dict) -> str:
+    parameters = f"{estimate['parameters'] / 1e6:.2f} M parameters, "
     if estimate["flops"] is None:
-        return "cost ? (client sizes unknown until the partition is built)"
-    return (f"{estimate['flops'] / 1e12:.1f} TFLOP, CPU {hours(estimate['cpu_seconds'])} h, "
+        return parameters + "cost ? (client sizes unknown until the partition is built)"
+    return (f"{parameters}{estimate['flops'] / 1e12:.1f} TFLOP, CPU {hours(estimate['cpu_seconds'])} h, "
             f"GPU {hours(estimate['gpu_seconds'])} h")
 
 
@@ -47,7 +48,8 @@ def optional_text(settings: dict) -> str:
     """The settings most runs leave at their default, shown only when set."""
     shown = [f"norm={settings['norm']}" if settings.get("norm") else "",
              f"augment={settings['augment']}" if settings.get("augment", "none") != "none" else "",
-             f"eval={settings['evaluate_on']}" if settings.get("evaluate_on", "test") != "test" else ""]
+             f"eval={settings['evaluate_on']}" if settings.get("evaluate_on", "test") != "test" else "",
+             f"freeze={settings['freeze']}" if settings.get("freeze", "none") != "none" else ""]
     return "".join(f" {text}" for text in shown if text)
 
 

@@ -27,7 +27,7 @@ from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, cohort_chunk
                              train_sequential, train_vectorized)
 from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
-from pipeline.models import model_buffers
+from pipeline.models import frozen_parameters, model_buffers
 from pipeline.optimizers import build_optimizer
 
 
@@ -49,6 +49,7 @@ class LocalResult:
     params: dict  # its parameters after local training
     buffers: dict  # its BatchNorm buffers after local training
     steps: int  # local optimiser steps taken (SCAFFOLD's K, FedNova's τ)
+    optimizer: object  # the client optimiser (pipeline.optimizers): its lr, momentum (SCAFFOLD, FedNova)
     context: dict  # what the server sent it (client_context)
     shared: dict  # what the server sent every client (shared_context)
     tracked: dict | None  # what the algorithm's tracker observed along its trajectory (RWalk)
@@ -86,6 +87,7 @@ class RoundView:
     def __init__(self, model, data: ClientData, locals_: list[LocalResult], previous: dict, new: dict):
         self.model, self.data, self.locals, self.previous, self.new = model, data, locals_, previous, new
         self.cohort = [local.client for local in locals_]
+        self.round = locals_[0].round if locals_ else 0
 
     def full(self, state: dict) -> dict:
         return {**state["params"], **state["buffers"]}
@@ -173,7 +175,9 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
     """Train one chunk of the cohort; returns (LocalResults, mean losses, presentations' correctness or None)."""
     seed = settings["seed"]
     index, weight = cohort_schedule(data, members, settings["local_epochs"], settings["batch_size"], seed, round_)
-    stacked = repeat_for(state["params"], len(members))
+    frozen = frozen_names(model, settings)
+    stacked = repeat_for({n: v for n, v in state["params"].items() if n not in frozen}, len(members))
+    fixed = repeat_for({n: state["params"][n] for n in frozen}, len(members))
     buffers = repeat_for(state["buffers"], len(members))
     contexts = stack_trees([algorithm.client_context(state, k, hp) for k in members])
     tracker_factory = getattr(algorithm, "local_tracker", lambda hp: None)(hp)
@@ -181,26 +185,40 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
                     client_logit_mask(settings["loss"], data, members),
                     DropoutDraws(model, members, seed, round_, settings["batch_size"], data.inputs(index[0, 0, :1])),
                     augment=augment_draws(settings, members, round_, data), tracker_factory=tracker_factory,
-                    record_correct=settings.get("example_events", False))
+                    record_correct=settings.get("example_events", False), fixed=fixed)
     model.train()
     outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
     results = []
     for c, client in enumerate(members):
         results.append(LocalResult(
             client=client, start=state["params"],
-            params={name: value[c].detach().clone() for name, value in stacked.items()},
+            params={name: value[c].detach().clone() for name, value in {**stacked, **fixed}.items()},
             buffers={name: value[c].detach().clone() for name, value in buffers.items()},
-            steps=int(outcome.steps[c]), context=slice_tree(contexts, c), shared=shared,
+            steps=int(outcome.steps[c]), optimizer=optimizer, context=slice_tree(contexts, c), shared=shared,
             tracked=outcome.tracker.client_result(c) if outcome.tracker is not None else None,
             model=model, data=data, seed=seed, round=round_))
     return results, outcome.losses, None if outcome.correct is None else (index, weight, outcome.correct)
 
 
+def frozen_names(model, settings: dict) -> set[str]:
+    """The parameters the run's `freeze` holds fixed: neither trained (cohort.CohortJob.fixed) nor
+    averaged (aggregate_round keeps the global values, bit for bit)."""
+    return frozen_parameters(model, settings.get("freeze", "none"))
+
+
 def augment_draws(settings: dict, members: list[int], round_: int, data: ClientData) -> AugmentDraws | None:
-    kind = settings.get("augment", "none")
-    if kind == "none":
+    if settings.get("augment", "none") == "none":
         return None
-    return AugmentDraws(kind, members, settings["seed"], round_, settings["batch_size"], data.black())
+    return AugmentDraws(members, settings["seed"], round_, settings["batch_size"], data.black())
+
+
+def positions_in(own: torch.Tensor, samples: torch.Tensor) -> torch.Tensor:
+    """Where each of `samples` (dataset indices) stands in the client's index list `own`, by a binary
+    search of the sorted list (no dataset-sized map per client). Samples not in `own` (padding) get an
+    arbitrary position: the caller masks them."""
+    order = torch.argsort(own)
+    found = torch.searchsorted(own[order], samples.contiguous()).clamp_max_(len(own) - 1)
+    return order[found]
 
 
 def record_chunk_presentations(records: dict, data: ClientData, members: list[int], presented) -> int:
@@ -210,9 +228,7 @@ def record_chunk_presentations(records: dict, data: ClientData, members: list[in
     events = 0
     for c, client in enumerate(members):
         own = data.clients[client]
-        position = torch.full((len(data.y),), -1, dtype=torch.long, device=own.device)
-        position[own] = torch.arange(len(own), device=own.device)
-        positions = torch.where(weight[:, c] > 0, position[index[:, c]], -1)
+        positions = torch.where(weight[:, c] > 0, positions_in(own, index[:, c]), -1)
         old = records.get(client) or forgetting.new_presentation_record(len(own), own.device)
         records[client] = {name: value.clone() for name, value in old.items()}
         events += forgetting.record_presentations(records[client], positions, correct[:, c])
@@ -250,7 +266,8 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
     sent_up = sum(tensor_bytes({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
     if diverged:
         return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
-    new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_])
+    new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_],
+                                frozen_names(model, settings))
     view = None
     if probe or hasattr(algorithm, "after_aggregate"):
         view = RoundView(model, data, locals_, state, new_state)
@@ -265,13 +282,17 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
                        view if probe else None, events)
 
 
-def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers) -> dict:
+def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers, frozen: set[str] = frozenset()) -> dict:
     """The algorithm's aggregation over a per-client store already updated with this round's uploads,
-    and the BatchNorm buffers averaged with the parameters' weights."""
+    and the BatchNorm buffers averaged with the parameters' weights. `frozen` parameters keep their
+    global values exactly (a weighted mean of equal values can move them by a rounding error)."""
     store = dict(state["clients"])
     if hasattr(algorithm, "remember"):
         for up in uploads:
             store[up["client"]] = algorithm.remember(up, hp)
     new_state = algorithm.aggregate({**state, "clients": store}, uploads, weights, hp)
+    if frozen:
+        new_state = {**new_state, "params": {n: state["params"][n] if n in frozen else v
+                                             for n, v in new_state["params"].items()}}
     return {**new_state, "clients": store, "buffers": weighted_buffers(client_buffers, weights)}
 

@@ -30,6 +30,7 @@ RUN_DEFAULTS = {
     "norm": None,  # the normalisation layers of models that offer a choice (models.NORMS); None: the model's default
     "augment": "none",  # crop_flip: random crop (padding 4) + horizontal flip of each local batch
     "evaluate_on": "test",  # validation: the union of the clients' validation sets (the TCE paper's)
+    "freeze": "none",  # classifier: the last linear layer is neither trained nor averaged (FedWAvg's Figure 3)
     "seeds": [0],
     "eval_every": 1,
     "targets": [],
@@ -67,7 +68,7 @@ def scaled_keys(overrides: dict, prefix: str = "") -> list[str]:
 def check_run_values(path: str, run: dict, params: dict) -> list[str]:
     from pipeline.algorithms import check_algorithm
     from pipeline.datasets import dataset_spec
-    from pipeline.models import MODELS, model_fits
+    from pipeline.models import FREEZES, MODELS, model_fits
 
     problems = check_choice(f"{path}.paper", run["paper"], PAPERS) if run.get("paper") is not None else []
     partitions = params.get("partitions") or {}
@@ -105,7 +106,7 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
         problems.append(f"{path}.evaluate_on: 'validation' needs a partition with a validation split; "
                         f"partition {run['partition']} has no val_fraction")
     for key, choices in (("optimizer", OPTIMIZERS), ("loss", LOSSES), ("input_scaling", INPUT_SCALINGS),
-                         ("augment", AUGMENTATIONS), ("evaluate_on", EVALUATION_SETS)):
+                         ("augment", AUGMENTATIONS), ("evaluate_on", EVALUATION_SETS), ("freeze", FREEZES)):
         if key in run:
             problems += check_choice(f"{path}.{key}", run[key], choices)
     if "eps" in run:

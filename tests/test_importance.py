@@ -7,7 +7,7 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import check_algorithm, fedavg, fedprox, importance
-from pipeline.algorithms.path_score import PathScore
+from pipeline.path_score import PathScore
 from pipeline.cohort import add_penalty_gradient
 from pipeline.optimizers import SGD
 from pipeline.rounds import aggregate_round, initial_state, run_round, server_state

@@ -51,14 +51,13 @@ def test_augment_draws_differ_between_clients_and_rounds_and_repeat_for_the_same
     fill = torch.zeros(3)
     x = torch.randn(2, 4, 3, 8, 8)
     active = torch.tensor([True, True])
-    first = AugmentDraws("crop_flip", [0, 1], seed=1, round_=1, batch_size=4, fill=fill).stacked(x.clone(), active)
-    again = AugmentDraws("crop_flip", [0, 1], seed=1, round_=1, batch_size=4, fill=fill).stacked(x.clone(), active)
-    later = AugmentDraws("crop_flip", [0, 1], seed=1, round_=2, batch_size=4, fill=fill).stacked(x.clone(), active)
+    first = AugmentDraws([0, 1], seed=1, round_=1, batch_size=4, fill=fill).stacked(x.clone(), active)
+    again = AugmentDraws([0, 1], seed=1, round_=1, batch_size=4, fill=fill).stacked(x.clone(), active)
+    later = AugmentDraws([0, 1], seed=1, round_=2, batch_size=4, fill=fill).stacked(x.clone(), active)
     assert torch.equal(first, again)
     assert not torch.equal(first, later)
-    swapped = AugmentDraws("crop_flip", [1, 0], seed=1, round_=1, batch_size=4, fill=fill).stacked(x.flip(0), active)
+    swapped = AugmentDraws([1, 0], seed=1, round_=1, batch_size=4, fill=fill).stacked(x.flip(0), active)
     assert torch.equal(swapped.flip(0), first)  # keyed by client, not by position in the cohort
-    assert torch.equal(AugmentDraws("none", [0], 1, 1, 4, fill).one(0, x[0]), x[0])
 
 
 def test_black_pixel_is_the_padding_fill():

@@ -24,13 +24,17 @@ Optional hooks, looked up with hasattr / getattr:
 
     local_tracker(hp) -> factory or None   an object observing every local step (update(grads, steps,
                                      active)) and giving client_result(c) to LocalResult.tracked
-                                     (RWalk's PathScore, pipeline/algorithms/path_score.py)
+                                     (RWalk's PathScore, pipeline/path_score.py)
     remember(upload, hp) -> dict     what the server keeps per client until that client's next upload
                                      (the one per-client store: FedCurv's F_k, F_k·θ_k; SCAFFOLD's c_k)
     after_aggregate(state, view, hp) -> state   runs after aggregation with a pipeline.rounds.RoundView,
                                      which evaluates the cohort's local models and the new global model
                                      on client data (forgettable examples, cached and shared with the
                                      forgetting probes, so they are never computed twice)
+
+A new algorithm is a new module here defining NAME and the functions above; it is found by name
+(`discover`), and its runs' train stages depend on its module and the modules it imports from this
+package, not on the other algorithms.
 
 The loss (cross-entropy or TCE) and the client optimiser (SGD or Adam) are run settings, not algorithm
 code: pipeline/losses.py and pipeline/optimizers.py. The round loop lives in pipeline/rounds.py, local
@@ -39,10 +43,25 @@ training in pipeline/cohort.py.
 from __future__ import annotations
 
 import difflib
+import importlib
+import pkgutil
 
-from pipeline.algorithms import fedavg, fedcurv, fedprox, importance
 
-ALGORITHMS = {module.NAME: module for module in (fedavg, fedprox, fedcurv, importance)}
+def discover() -> dict:
+    """Every module of this package that defines NAME, by that name: an algorithm is added by adding
+    its module, with no list to edit here, so this file (a dependency of every train stage) does not
+    change and no other algorithm's runs are retrained (dvc.yaml: each train stage depends on its own
+    algorithm's modules only, see pipeline.config.algorithm_code)."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "NAME"):
+            found[module.NAME] = module
+    order = ["fedavg"] + sorted(name for name in found if name != "fedavg")  # the baseline first
+    return {name: found[name] for name in order if name in found}
+
+
+ALGORITHMS = discover()
 
 
 def get_algorithm(name: str):

@@ -12,3 +12,35 @@ def weighted_sum(uploads: list[dict], weights: list[float], key: str) -> dict:
 
 def zeros_like(params: dict) -> dict:
     return {name: torch.zeros_like(value) for name, value in params.items()}
+
+
+# The parts of an algorithm that only FedAvg's plain form needs: a module takes these by assignment
+# (`shared_context = common.no_shared_context`) and writes only what it changes.
+
+def params_state(global_params, num_clients, hp):
+    return {"params": global_params}
+
+
+def no_shared_context(state, hp):
+    return {}
+
+
+def no_client_context(state, client, hp):
+    return {}
+
+
+def no_penalty(params, shared, ctx, hp):
+    return torch.zeros(())
+
+
+def no_penalty_affine(shared, ctx, hp):
+    return None  # no term: the local objective is the data loss alone
+
+
+def params_upload(local, hp):
+    return {"params": local.params}
+
+
+def sample_weighted_average(state, uploads, weights, hp):
+    """FedAvg's server step: the uploads' parameters averaged with the sample-size weights."""
+    return {**state, "params": weighted_sum(uploads, weights, "params")}

@@ -1,12 +1,18 @@
 """FedAvg (McMahan et al. 2017): plain local SGD, the server averages parameters weighted by sample count."""
 from __future__ import annotations
 
-import torch
-
-from pipeline.algorithms.common import weighted_sum
+from pipeline.algorithms import common
 
 NAME = "fedavg"
 HYPERPARAMS: dict = {}
+
+init_state = common.params_state
+shared_context = common.no_shared_context
+client_context = common.no_client_context
+penalty = common.no_penalty
+penalty_affine = common.no_penalty_affine
+client_upload = common.params_upload
+aggregate = common.sample_weighted_average
 
 
 def check(path, hp):
@@ -23,33 +29,5 @@ def sent_up(hp):
     return ("params",)
 
 
-def init_state(global_params, num_clients, hp):
-    return {"params": global_params}
-
-
-def shared_context(state, hp):
-    return {}
-
-
-def client_context(state, client, hp):
-    return {}
-
-
-def penalty(params, shared, ctx, hp):
-    return torch.zeros(())
-
-
-def penalty_affine(shared, ctx, hp):
-    return None
-
-
-def client_upload(local, hp):
-    return {"params": local.params}
-
-
 def upload_from(params, fisher, hp, shared=None):
     return {"params": params}
-
-
-def aggregate(state, uploads, weights, hp):
-    return {**state, "params": weighted_sum(uploads, weights, "params")}

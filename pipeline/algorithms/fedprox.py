@@ -1,23 +1,28 @@
 """FedProx (Li et al. 2020): FedAvg plus the proximal term μ/2·‖θ − θ_t‖² in every local objective."""
 from __future__ import annotations
 
-from pipeline.algorithms import fedavg
+from pipeline.algorithms import common
 from pipeline.checks import check_nonnegative
 
 NAME = "fedprox"
 HYPERPARAMS = {"mu": 0.01}
-sent_down = fedavg.sent_down
-sent_up = fedavg.sent_up
 
-init_state = fedavg.init_state
-client_context = fedavg.client_context
-client_upload = fedavg.client_upload
-upload_from = fedavg.upload_from
-aggregate = fedavg.aggregate
+init_state = common.params_state
+client_context = common.no_client_context
+client_upload = common.params_upload
+aggregate = common.sample_weighted_average
 
 
 def check(path, hp):
     return check_nonnegative(f"{path}.mu", hp["mu"])
+
+
+def sent_down(hp):
+    return ()  # θ_t only, which every algorithm sends
+
+
+def sent_up(hp):
+    return ("params",)
 
 
 def shared_context(state, hp):
@@ -35,3 +40,8 @@ def penalty_affine(shared, ctx, hp):
         return None
     return ({name: hp["mu"] for name in shared["global"]},
             {name: hp["mu"] * value for name, value in shared["global"].items()})
+
+
+def upload_from(params, fisher, hp, shared=None):
+    return {"params": params}
+

@@ -36,7 +36,7 @@ The ablations of the paper's Table 3 are settings of this one module:
 
 `importance: rwalk` replaces the Fisher with RWalk's importance (Chaudhry et al. 2018), which combines
 the Fisher with the path-integral score the engine accumulates along the client's local trajectory
-(pipeline.algorithms.path_score). The score is in other units than the Fisher (its size depends on the learning rate and
+(pipeline.path_score). The score is in other units than the Fisher (its size depends on the learning rate and
 the number of steps), so each layer's score is rescaled to that layer's total Fisher, and the RWalk
 importance is the mean of the two: it has the Fisher's mass layer by layer, so λ keeps its meaning
 across Table 4 (only how the importance is spread over a layer's elements differs).
@@ -46,7 +46,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.algorithms.common import weighted_sum
-from pipeline.algorithms.path_score import PathScore
+from pipeline.path_score import PathScore
 from pipeline.fisher import client_fisher
 from pipeline.checks import check_choice, check_fraction, check_int, check_nonnegative, check_positive
 
