@@ -29,7 +29,7 @@ RUN_DEFAULTS = {
     "input_scaling": "standardize",
     "norm": None,  # the normalisation layers of models that offer a choice (models.NORMS); None: the model's default
     "augment": "none",  # crop_flip: random crop (padding 4) + horizontal flip of each local batch
-    "evaluate_on": "test",  # validation: the union of the clients' validation sets (the TCE paper's)
+    "evaluate_on": "test",  # validation: the clients' validation sets (TCE's); test_seen_classes (FedWAvg's)
     "freeze": "none",  # classifier: the last linear layer is neither trained nor averaged (FedWAvg's Figure 3)
     "seeds": [0],
     "eval_every": 1,
@@ -43,7 +43,7 @@ RUN_DEFAULTS = {
 }
 RUN_REQUIRED = ("partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs", "batch_size", "lr")
 OPTIMIZERS = ("sgd", "adam")
-EVALUATION_SETS = ("test", "validation")
+EVALUATION_SETS = ("test", "validation", "test_seen_classes")
 RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", "scaled"}
 PAPERS = ("fedcurv", "importance", "tce", "fedwavg")
 

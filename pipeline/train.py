@@ -252,6 +252,20 @@ def is_probed(settings: dict, round_: int) -> bool:
     return round_ in settings["probe_rounds"] or bool(every and round_ % every == 0)
 
 
+def curve_set(evaluate_on: str, data, test) -> tuple:
+    """The data the accuracy curves are evaluated on (`evaluate_on`): the whole test set; the union of the
+    clients' validation sets (TCE); or the test samples of the classes some client trains on
+    (`test_seen_classes`: FedWAvg's cluster partitions hold 4 or 6 of CIFAR-10's classes, and its
+    accuracies, up to 92 %, are on those)."""
+    if evaluate_on == "validation":
+        return data, data.validation_index()
+    everything = torch.arange(len(test.y), device=test.y.device)
+    if evaluate_on == "test_seen_classes":
+        seen = torch.unique(data.y[torch.cat(list(data.clients))]).to(test.y.device)
+        return test, everything[torch.isin(test.y, seen)]
+    return test, everything
+
+
 def train_run(settings: dict, vectorized: bool | None = None, progress: bool = True) -> dict:
     """Train one (run, seed) (resuming from its checkpoint if there is one) and write its outputs.
 
@@ -283,7 +297,7 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
     status = "diverged" if history and history[-1].get("diverged") else "ok"
     # The curves' evaluation set: the test set, or (TCE) the union of the clients' validation sets.
     on_validation = settings.get("evaluate_on") == "validation"
-    curve_data, curve_index = (data, data.validation_index()) if on_validation else (test, torch.arange(len(test.y)))
+    curve_data, curve_index = curve_set(settings.get("evaluate_on", "test"), data, test)
     bar = tqdm(total=settings["rounds"], initial=len(history), desc=key, disable=not progress,
                unit="round", dynamic_ncols=True)
     for round_ in range(len(history) + 1, settings["rounds"] + 1):

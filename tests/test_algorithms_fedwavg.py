@@ -377,3 +377,15 @@ def test_densenet121_takes_small_images_and_has_torchvisions_body(shape):
     assert sum(p.numel() for p in model.parameters()) == expected
     model.eval()
     assert model(torch.zeros(2, shape[2], shape[0], shape[1])).shape == (2, 10)
+
+
+def test_curves_on_seen_classes_use_exactly_the_test_samples_of_the_clients_classes():
+    from pipeline.train import curve_set
+
+    train = ClientData(torch.zeros(6, 2, 2, 1, dtype=torch.uint8), torch.tensor([0, 0, 3, 3, 1, 2]),
+                       [torch.tensor([0, 1]), torch.tensor([2, 3])], torch.zeros(1), torch.ones(1), classes=4)
+    test = ClientData(torch.zeros(7, 2, 2, 1, dtype=torch.uint8), torch.tensor([3, 1, 0, 2, 0, 3, 1]), [],
+                      torch.zeros(1), torch.ones(1), classes=4)
+    # clients hold classes 0 and 3 only (samples 4 and 5, classes 1 and 2, belong to no client)
+    assert curve_set("test_seen_classes", train, test)[1].tolist() == [0, 2, 4, 5]
+    assert curve_set("test", train, test)[1].tolist() == list(range(7))
