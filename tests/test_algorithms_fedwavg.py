@@ -136,6 +136,45 @@ def test_scaffold_variates_and_second_round_match_a_per_client_sgd_loop(vectoriz
     assert_trees_close(state["control"], c2, atol=5e-5, rtol=1e-3)
 
 
+def test_scaffold_variates_under_adam_are_the_mean_gradients_of_a_torch_optim_adam_loop():
+    """Two clients, Adam, two rounds: round 1 plain Adam per client (c = c_i = 0), each variate the mean of
+    the gradients at the points visited; round 2 Adam on g − c_i + c (the correction added by hand)."""
+    data = make_data((12, 8))
+    run_settings = settings(local_epochs=1, batch_size=4, optimizer="adam", lr=0.01)
+    model = build()
+    x0 = {n: p.detach().clone() for n, p in model.named_parameters()}
+
+    def adam_client(start, k, round_, correction):
+        model.load_state_dict(start, strict=False)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        sums = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+        batches = client_batches(data, k, run_settings, round_)
+        for chosen in batches:
+            optimizer.zero_grad()
+            F.cross_entropy(model(data.inputs(chosen)), data.y[chosen]).backward()
+            for n, p in model.named_parameters():
+                sums[n] += p.grad
+                p.grad += correction[n]
+            optimizer.step()
+        return {n: p.detach().clone() for n, p in model.named_parameters()}, {n: s / len(batches) for n, s in sums.items()}
+
+    zero = {n: torch.zeros_like(v) for n, v in x0.items()}
+    ends, controls = zip(*[adam_client(x0, k, 1, zero) for k in range(2)])
+    x1 = {n: 0.6 * ends[0][n] + 0.4 * ends[1][n] for n in x0}
+    c1 = {n: (controls[0][n] + controls[1][n]) / 2 for n in x0}
+    ends2 = [adam_client(x1, k, 2, {n: c1[n] - controls[k][n] for n in x0})[0] for k in range(2)]
+    x2 = {n: 0.6 * ends2[0][n] + 0.4 * ends2[1][n] for n in x0}
+
+    hp = resolve_hyperparams({"name": "scaffold"})
+    state = initial_state(build(), scaffold, 2, hp)
+    state = run_round(build(), scaffold, hp, state, data, run_settings, 1).state
+    for k in range(2):
+        assert_trees_close(state["clients"][k]["control"], controls[k], atol=1e-6, rtol=1e-5)
+    assert max(float(v.abs().max()) for v in c1.values()) < 1.0  # gradients' units, not displacement / (K·lr)
+    state = run_round(build(), scaffold, hp, state, data, run_settings, 2).state
+    assert_trees_close(state["params"], x2, atol=1e-5, rtol=1e-4)
+
+
 def test_scaffold_partial_participation_keeps_c_the_mean_of_all_variates_and_sends_twice_fedavgs_bytes():
     data = make_data((8, 8, 8, 8))
     run_settings = settings(client_fraction=0.5, local_epochs=1)
@@ -278,15 +317,18 @@ def test_fedwavg_counts_and_next_aggregation_match_per_sample_loops(model_name, 
     assert_trees_close(second.state["params"], expected, atol=1e-6, rtol=1e-6)
 
 
-def test_fedwavg_refreshes_counts_every_period_rounds_only():
+def test_fedwavg_refreshes_counts_for_the_rounds_that_are_multiples_of_period():
+    """t = 2: Algorithm 1 counts in rounds 2, 4, ... from the previous round's models, i.e. at the end of
+    rounds 1, 3, ...; round 2's counts then weigh rounds 2 and 3."""
     data = make_data()
     hp = resolve_hyperparams({"name": "fedwavg", "period": 2})
     model = build()
     state = initial_state(model, fedwavg, 3, hp)
     state = run_round(model, fedwavg, hp, state, data, settings(lr=0.3), 1).state
-    assert state["forgettable"] == {}
-    state = run_round(model, fedwavg, hp, state, data, settings(lr=0.3), 2).state
     assert set(state["forgettable"]) == {0, 1, 2}
+    taken = dict(state["forgettable"])
+    state = run_round(model, fedwavg, hp, state, data, settings(lr=0.3), 2).state
+    assert state["forgettable"] == taken
 
 
 def test_fedwavg_checks_alpha_and_period():

@@ -3,17 +3,17 @@ count of forgettable examples, so the clients the global model forgets most weig
 
 A client's forgettable examples are its training samples its local model classified right before
 aggregation and the new global model gets wrong (line 11; the engine's RoundView.forgettable, shared
-with the forgetting probes so it is computed once). Every `period` rounds (the paper's t) the counts
-F_n are refreshed, and each aggregation weighs client n by eq. 2,
+with the forgetting probes so it is computed once). In the rounds r that are multiples of `period` (the
+paper's t) the counts F_n are refreshed, and each aggregation weighs client n by eq. 2,
 
     W_n = (1 − α) + α · N · F_n / Σ_m F_m,
 
 so Σ_n W_n = N and line 15's (1/N) Σ_n θ_n·W_n is a weighted mean. α = 0 is FedAvg.
 
 When the counts are taken: line 11 of round r compares the local model of round r − 1 with the global
-model aggregated from it, i.e. what `after_aggregate` sees at the end of round r − 1; so the counts
-taken after aggregating round r (when r is a multiple of `period`) weigh the next aggregations. Round
-1 uses F = ones (line 2): FedAvg's weights.
+model aggregated from it, i.e. what `after_aggregate` sees at the end of round r − 1; so they are taken
+there, at the end of round r − 1 when r is a multiple of `period`, and weigh round r's aggregation and
+the following ones until the next refresh. Round 1 uses F = ones (line 2): FedAvg's weights.
 
 Choices the paper leaves open (it has every client in every round, equal-sized clients):
 - N and the sums run over the round's cohort (all clients when C = 1, as in the paper).
@@ -89,8 +89,9 @@ def aggregate(state, uploads, weights, hp):
 
 
 def after_aggregate(state, view, hp):
-    """Refresh the cohort's counts after rounds that are multiples of `period` (line 10)."""
-    if view.round % hp["period"] != 0:
+    """At the end of round r − 1, refresh the cohort's counts for round r when r is a multiple of
+    `period` (lines 10-11)."""
+    if (view.round + 1) % hp["period"] != 0:
         return state
     counts = dict(state["forgettable"])
     counts.update(zip(view.cohort, (int(c) for c in view.forgettable.tolist())))

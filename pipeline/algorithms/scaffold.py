@@ -6,12 +6,20 @@ local step uses the corrected gradient
     g(y) − c_i + c                               (Algorithm 1, line 10)
 
 (`penalty_affine`: a constant added to the data gradient, so it also composes with Adam clients, where
-it is added before Adam's moments, as the FedWAvg paper's Adam-trained SCAFFOLD must do). After K local
-steps of learning rate η it updates its variate by the paper's option II
+it is added before Adam's moments, as the FedWAvg paper's Adam-trained SCAFFOLD must do). After its K
+local steps it updates its variate by the paper's option II,
 
-    c_i⁺ = c_i − c + (x − y_i) / (K·η)            (line 12)
+    c_i⁺ = c_i − c + (x − y_i) / (K·η)            (line 12),
 
-and uploads Δy_i = y_i − x and Δc_i = c_i⁺ − c_i. The server moves
+computed as what that formula is for plain SGD: each step moves y by η(g_k − c_i + c), so
+(x − y_i)/(K·η) = mean_k g_k − c_i + c and c_i⁺ = mean_k g_k, the mean of the client's data-loss
+gradients at the K points it visited (`GradientMean`, observed along the trajectory like RWalk's path
+score). Under plain SGD the two are the same number (tests/test_algorithms_fedwavg.py checks the
+variates against (x − y_i)/(K·η) from a torch.optim.SGD loop); under Adam or momentum the displacement
+form would not be a gradient at all (an Adam step moves every coordinate by about η whatever the
+gradient's size, so (x − y_i)/(K·η) is of order 1 where the gradients are of order 1e-3, and the
+correction would swamp the data from round 2 on), while the mean gradient keeps option II's meaning.
+It then uploads Δy_i = y_i − x and Δc_i = c_i⁺ − c_i. The server moves
 
     x ← x + η_g · Σ_i w_i Δy_i,      c ← c + (1/N) Σ_{i∈S} Δc_i      (lines 16-17)
 
@@ -21,14 +29,16 @@ engine's sample-size weights (the paper's 1/|S| when clients hold equal data); �
 Known traps, avoided (tests/test_algorithms_fedwavg.py checks each): the variates start at zero, not
 at the model's weights; K is the number of local optimiser steps the client took (its own count, a
 client with less data takes fewer), not epochs; the correction's sign (−c_i + c); only parameters
-carry variates, never BatchNorm's running statistics (the engine averages those apart). With Adam, η
-in option II is Adam's learning rate: the paper's formula estimates the mean gradient as displacement
-over (K·η), which for Adam is only a scale-free proxy; the FedWAvg authors give no other.
+carry variates, never BatchNorm's running statistics (the engine averages those apart); the
+correction and the variates cover the data loss's gradient (L2 weight decay, the same function in every
+client, cancels in c − c_i and is left to the optimiser).
 
 A client that took no step (no data) keeps its variate (Δc_i = 0). Bytes: c goes down with x, and
 Δc_i comes up with y_i, so SCAFFOLD's bytes curve is twice FedAvg's, as the paper states.
 """
 from __future__ import annotations
+
+import torch
 
 from pipeline.algorithms.common import weighted_sum, zeros_like
 from pipeline.checks import check_positive
@@ -74,16 +84,54 @@ def penalty_affine(shared, ctx, hp):
             {n: ctx["control"][n] - shared["control"][n] for n in shared["control"]})
 
 
+class GradientMean:
+    """The mean of each client's data-loss gradients over the steps it took (c_i⁺ of option II). Works on
+    a stacked cohort (`active` masks clients without a step) and on one client (`active` a scalar)."""
+
+    def __init__(self):
+        self.total: dict = {}
+        self.count: torch.Tensor | None = None
+
+    def update(self, grads: dict, steps: dict, active: torch.Tensor) -> None:
+        self.count = active.long() if self.count is None else self.count + active.long()
+        for name, g in grads.items():
+            mask = active.reshape(active.shape + (1,) * (g.dim() - active.dim())).to(g.dtype)
+            if name not in self.total:
+                self.total[name] = torch.zeros_like(g)
+            self.total[name].addcmul_(g, mask)
+
+    def client_result(self, c: int) -> dict:
+        count = self.count[c] if self.count is not None else torch.zeros((), dtype=torch.long)
+        return {"gradient_sum": {n: v[c] for n, v in self.total.items()}, "steps": int(count)}
+
+    def set_client(self, c: int, client: "GradientMean", like: dict) -> None:
+        """Put one client's sums (sequential path) at position c of this stacked tracker."""
+        if self.count is None:
+            self.count = torch.zeros(next(iter(like.values())).shape[0], dtype=torch.long)
+        self.count[c] = 0 if client.count is None else int(client.count)
+        for name, value in like.items():
+            if name not in self.total:
+                self.total[name] = torch.zeros_like(value)
+            if name in client.total:
+                self.total[name][c] = client.total[name]
+
+
+def local_tracker(hp):
+    return GradientMean
+
+
 def client_upload(local, hp):
-    return upload_from(local.start, local.params, local.steps, local.optimizer.lr, local.context, local.shared)
+    tracked = local.tracked or {"gradient_sum": {}, "steps": 0}
+    return upload_from(local.start, local.params, tracked["gradient_sum"], tracked["steps"], local.context)
 
 
-def upload_from(start: dict, params: dict, steps: int, lr: float, ctx: dict, shared: dict) -> dict:
-    """y_i, Δy_i, c_i⁺ and Δc_i (option II) from the client's start and end parameters."""
+def upload_from(start: dict, params: dict, gradient_sum: dict, steps: int, ctx: dict) -> dict:
+    """y_i, Δy_i, c_i⁺ (option II: the mean data gradient over the client's steps) and Δc_i. A client that
+    took no step keeps its variate; a parameter without gradients (`freeze`) has variate 0."""
     if steps == 0:
         new_control = ctx["control"]
     else:
-        new_control = {n: ctx["control"][n] - shared["control"][n] + (start[n] - params[n]) / (steps * lr)
+        new_control = {n: gradient_sum[n] / steps if n in gradient_sum else torch.zeros_like(params[n])
                        for n in params}
     return {"params": params, "delta": {n: params[n] - start[n] for n in params}, "control": new_control,
             "control_delta": {n: new_control[n] - ctx["control"][n] for n in params}}

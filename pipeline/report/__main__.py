@@ -8,7 +8,7 @@ import yaml
 from pipeline.config import GRID_FILE, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
 from pipeline.io import write_json, write_text
-from pipeline.report import fedcurv, importance, tce
+from pipeline.report import fedcurv, fedwavg, importance, tce
 from pipeline.report.common import NC, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
 
@@ -18,7 +18,9 @@ PAPERS = [("fedcurv", fedcurv, "Shoham et al. 2019, Overcoming Forgetting in Fed
           ("importance", importance, "Kim, Kim & Kim, Overcoming Forgetting in Federated Learning via Importance "
                                      "From Agent"),
           ("tce", tce, "Legate, Caccia & Belilovsky, Reducing Forgetting in Federated Learning with Truncated "
-                       "Cross-Entropy")]
+                       "Cross-Entropy"),
+          ("fedwavg", fedwavg, "Hong, Kang & Lee, Weighted Averaging Federated Learning Based on Example Forgetting "
+                               "Events in Label Imbalanced Non-IID")]
 
 
 def claims_markdown(claims: list, profile: str) -> str:

@@ -7,6 +7,7 @@ settings.json (with "seed"), timing.json and plots/metrics/<name>.tsv.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -203,6 +204,28 @@ def load_results(runs, runs_dir: Path = RUNS_DIR) -> dict[str, SeededRun]:
         if results:
             found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None)
     return found
+
+
+# ---------------------------------------------------------------- partitions
+
+@functools.lru_cache(maxsize=4)
+def params_partitions(path: Path) -> dict:
+    """params.yaml's partitions, read once per file (the report is one process; tests use their own folder)."""
+    from pipeline.config import load_params
+
+    return load_params(path).get("partitions") or {}
+
+
+def partition_settings(name: str, who: str) -> dict:
+    """A partition's settings as params.yaml has them (the report stage depends on `partitions`); `who`
+    names the run kind that asked, for the error."""
+    from pipeline.config import PARAMS_FILE
+    from pipeline.errors import UserError
+
+    partitions = params_partitions(PARAMS_FILE.resolve())
+    if name not in partitions:
+        raise UserError(f"params.yaml: partition {name!r}, which {who} names, is not under partitions")
+    return partitions[name]
 
 
 # ---------------------------------------------------------------- cells

@@ -9,16 +9,15 @@ paper's Table 1 reports it; the curves are the union of the clients' validation 
 """
 from __future__ import annotations
 
-import functools
 import json
 import math
 import random
 from pathlib import Path
 
-from pipeline.config import PARAMS_FILE, load_params
 from pipeline.errors import UserError
 from pipeline.forgetting import draw_forgetting_row, read_probe
 from pipeline.io import atomic_path
+from pipeline.report.common import partition_settings as common_partition_settings
 from pipeline.report.common import (NC, NOT_RUN, Claim, SeededRun, accuracy_cell, comparison_claim, fmt_stat,
                                     plot_curves, scaled_note, seeds_note, write_table)
 from pipeline.report.seeds import FAILED, HELD, INCONCLUSIVE, Comparison, combine, compare, has_value, mean_sd
@@ -46,18 +45,8 @@ def method_of(settings: dict) -> str | None:
     return METHODS.get((settings.get("loss", "ce"), settings.get("norm") or "group"))
 
 
-@functools.lru_cache(maxsize=4)
-def params_partitions(path: Path) -> dict:
-    """params.yaml's partitions, read once per file (the report is one process; tests use their own folder)."""
-    return load_params(path).get("partitions") or {}
-
-
 def partition_settings(name: str) -> dict:
-    """A partition's settings as params.yaml has them (the report stage depends on `partitions`)."""
-    partitions = params_partitions(PARAMS_FILE.resolve())
-    if name not in partitions:
-        raise UserError(f"params.yaml: partition {name!r}, which a TCE run names, is not under partitions")
-    return partitions[name]
+    return common_partition_settings(name, "a TCE run")
 
 
 def point_of(run: SeededRun) -> tuple:
