@@ -162,11 +162,12 @@ def smooth(local: dict, global_fisher: dict | None, gamma: float) -> dict:
 
 def rwalk_importance(fisher: dict, path_score: dict) -> dict:
     """½·(Fisher + path score), the score of each layer first rescaled to that layer's total Fisher:
-    every layer keeps the Fisher's total mass. A layer with no score keeps its Fisher alone."""
+    every layer keeps the Fisher's total mass. A layer with no score (none at all: a parameter `freeze`
+    holds fixed takes no step) keeps its Fisher alone."""
     combined = {}
     for name, f in fisher.items():
-        score = path_score[name]
-        if float(score.sum()) > 0:
+        score = path_score.get(name)
+        if score is not None and float(score.sum()) > 0:
             combined[name] = 0.5 * (f + (f.sum() / score.sum()) * score)
         else:
             combined[name] = f
