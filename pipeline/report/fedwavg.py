@@ -201,7 +201,7 @@ def table1(runs: dict, published: dict, out_dir: Path) -> dict:
             ours = events(placed.get((dataset, kind)), kind)
             row.append(f"{fmt_stat(ours, 0) if ours else NOT_RUN} / {published['table1'][kind][dataset]:,}")
         rows.append(row)
-    rows.append(["increase (%)"] + [f"{fmt_stat(increases(placed, d), 0) if increases(placed, d) else NOT_RUN} / "
+    rows.append(["increase (%)"] + [f"{fmt_stat(increases(placed, d), 1) if increases(placed, d) else NOT_RUN} / "
                                     f"{published['table1']['increase_percent'][d]}" for d in TABLE1_DATASETS])
     used = {run.key: run for run in placed.values()}
     notes = ["cells: ours / the paper's (DenseNet-121, centralised 200 epochs, federated 40 rounds × 5 epochs, "
@@ -377,7 +377,7 @@ def table1_claims(placed: dict) -> list[Claim]:
 
 def contrast_claim(claim_id: str, run: SeededRun | None, paper_round: int, label: str, published: str) -> Claim:
     text = (f"Under FedAvg ({label}) the minority clients keep nearly all their examples forgettable while the "
-            f"majority's fall near zero (minority share above the majority's by more than {GAP:.0%} points)")
+            f"majority's fall near zero (minority share above the majority's by more than {100 * GAP:.0f} points)")
     if run is None:
         return not_run(claim_id, text, published, f"the FedAvg run on {label}")
     ours = our_round(run, paper_round)
