@@ -41,6 +41,7 @@ LONG_TABLES = {"fedavg": "table6_fedavg", "fedprox": "table7_fedprox", "fedwavg"
 # The claims' thresholds, read from the paper's words (stated in claims.md through each claim's text).
 GAP = 0.5  # "nearly all" vs "near zero": the minority's forgettable share above the majority's by 50 points
 FREEZE_LIMIT = 10.0  # "the difference is less than 10%": points of accuracy
+CURVE_LABEL = "test accuracy on the clusters' classes"  # evaluate_on: test_seen_classes
 LATE = 0.3  # Figure 3's difference shows "after 700 rounds" of 1,000: the claim compares the last 30 %
 
 
@@ -295,9 +296,11 @@ def oscillation(run: SeededRun | None) -> list:
 def figures(runs: dict, out_dir: Path) -> dict:
     placed = long_runs(runs)
     series = [(LABELS[m], placed[m]) for m in ("fedwavg", "fedavg", "fedprox") if m in placed]
-    plot_curves(out_dir / "figure2.png", "FedWAvg Figure 2: test accuracy, 2:8 clusters", series, [], ylim=(0.0, 1.0))
+    plot_curves(out_dir / "figure2.png", "FedWAvg Figure 2: test accuracy, 2:8 clusters", series, [], ylim=(0.0, 1.0),
+                ylabel=CURVE_LABEL)
     series = [(LABELS[m], placed[m]) for m in ("fedwavg_frozen", "fedwavg") if m in placed]
-    plot_curves(out_dir / "figure3.png", "FedWAvg Figure 3: with the classifier frozen", series, [], ylim=(0.0, 1.0))
+    plot_curves(out_dir / "figure3.png", "FedWAvg Figure 3: with the classifier frozen", series, [], ylim=(0.0, 1.0),
+                ylabel=CURVE_LABEL)
     plot_forgettable(out_dir / "forgettable_curves.png", placed)
     return placed
 
