@@ -252,6 +252,12 @@ def fused_sgd_applies(job: CohortJob) -> bool:
             and not opt.weight_decay)
 
 
+def needs_steps(tracker) -> bool:
+    """Whether a tracker reads the steps Δθ taken (RWalk's path score does; SCAFFOLD's gradient mean
+    does not, and without them the optimiser updates in place without a copy)."""
+    return tracker is not None and getattr(tracker, "needs_steps", True)
+
+
 def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
     """Train a stacked cohort in place (every client at once)."""
     if buffers:
@@ -287,7 +293,7 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
                 if correct is not None:
                     correct[s] = right & (w > 0)
             grads = add_penalty_gradient(data_grads, affine, stacked)
-            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=tracker is not None)
+            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=needs_steps(tracker))
             if tracker is not None:
                 tracker.update(data_grads, taken, active)
         loss_sum += data_loss.detach() * active
@@ -329,7 +335,8 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             if correct is not None:
                 correct[s, c, present] = right
             grads = add_penalty_gradient(data_grads, affine, params)
-            taken = job.optimizer.step(params, grads, opt_state, torch.tensor(True), keep_steps=own_tracker is not None)
+            taken = job.optimizer.step(params, grads, opt_state, torch.tensor(True),
+                                       keep_steps=needs_steps(own_tracker))
             if own_tracker is not None:
                 own_tracker.update(data_grads, taken, torch.tensor(True))
             loss_sum += float(data_loss)

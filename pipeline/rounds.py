@@ -216,6 +216,8 @@ def positions_in(own: torch.Tensor, samples: torch.Tensor) -> torch.Tensor:
     """Where each of `samples` (dataset indices) stands in the client's index list `own`, by a binary
     search of the sorted list (no dataset-sized map per client). Samples not in `own` (padding) get an
     arbitrary position: the caller masks them."""
+    if len(own) == 0:  # a client without samples presents only padding
+        return torch.zeros_like(samples)
     order = torch.argsort(own)
     found = torch.searchsorted(own[order], samples.contiguous()).clamp_max_(len(own) - 1)
     return order[found]

@@ -41,6 +41,7 @@ from pipeline.clientdata import ClientData, input_scaling_stats
 from pipeline.cohort import prefer_vectorized, tune_allocator
 from pipeline.datasets import dataset_spec, load_prepared, prepared_path
 from pipeline.errors import UserError, exit_on_user_error
+from pipeline.fingerprint import run_code_digest
 from pipeline.io import atomic_path, sha256_file, write_json
 from pipeline.metrics import evaluate, rounds_to_accuracy
 from pipeline.models import build_model, has_batch_norm
@@ -52,9 +53,6 @@ RUNS_DIR = Path("reports/runs")
 MODELS_DIR = Path("data/models")
 CHECKPOINT_DIR = Path(os.environ.get("FEDFORGET_CHECKPOINTS", ".checkpoints"))
 CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up", "example_forgetting_events")
-# The modules whose code determines a run's numbers (dvc.yaml's train deps list the same).
-TRAINING_CODE = ("train.py", "clientdata.py", "cohort.py", "cohort_mlp.py", "rounds.py", "optimizers.py", "losses.py",
-                 "metrics.py", "forgetting.py", "fisher.py", "models.py", "runs.py", "datasets.py", "partition.py")
 
 
 def load_client_data(settings: dict, device: torch.device) -> tuple[ClientData, ClientData, str]:
@@ -71,19 +69,6 @@ def load_client_data(settings: dict, device: torch.device) -> tuple[ClientData, 
     test = ClientData(torch.from_numpy(arrays["x_test"]).to(device), torch.from_numpy(arrays["y_test"]).to(device),
                       [], mean, std, [], classes)
     return data, test, dataset_sha
-
-
-def code_digest() -> str:
-    """The training code's own hash: a checkpoint written by other code (a fixed bug, say) is stale too."""
-    import hashlib
-
-    package = Path(__file__).resolve().parent
-    files = [package / name for name in TRAINING_CODE]
-    files += sorted((package / "algorithms").glob("*.py"))
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def checkpoint_path(key: str, digest: str) -> Path:
@@ -283,7 +268,8 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
     if vectorized and has_batch_norm(model):
         raise UserError(f"--path vectorized: model {settings['model']} has BatchNorm, which trains on the "
                         "sequential path only; use --path auto or sequential")
-    digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized, "code": code_digest(),
+    digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized,
+                                      "code": run_code_digest(hp["name"]),
                                       "device": device.type,
                                       "partition": load_partition(settings["partition"])["meta"]["clients_sha256"]})
     checkpoint = load_checkpoint(key, digest, device)

@@ -418,3 +418,21 @@ def test_example_events_turn_the_hand_written_mlp_path_off_and_are_off_by_defaul
     assert by_hand_applies(CohortJob(**job)) and fused_sgd_applies(CohortJob(**job))
     assert not by_hand_applies(CohortJob(**job, record_correct=True))
     assert not fused_sgd_applies(CohortJob(**job, record_correct=True))
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_example_events_with_a_client_holding_no_samples(vectorized):
+    """A partition may leave a client empty (a cluster scheme with more clients than samples): it
+    presents nothing and forgets nothing, and the others' counts are still their loops' counts."""
+    data = synthetic.make_data([11, 0, 8], shape=IMAGE, classes=CLASSES, seed=5)
+    run = settings(local_epochs=4, batch_size=3, lr=0.5, example_events=True)
+    model = build("mlp_200")
+    state = initial_state(model, fedavg, 3, {})
+    result = run_round(model, fedavg, {}, state, data, run, 1, vectorized=vectorized)
+    total = 0
+    for client in (0, 2):
+        events, per_example = presentations_by_loop(model, state, data, client, 1, run)
+        assert result.state["presentations"][client]["forgets"].tolist() == per_example, client
+        total += events
+    assert result.state["presentations"][1]["forgets"].numel() == 0
+    assert result.example_events == total
