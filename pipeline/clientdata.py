@@ -51,8 +51,8 @@ class ClientData:
         if self.normalised is None and self.x.numel() * 4 <= NORMALISED_CACHE_BYTES:
             self.normalised = self.normalise(self.x)
         if self.normalised is not None:
-            return self.normalised[index]
-        return self.normalise(self.x[index])
+            return gather_rows(self.normalised, index)
+        return self.normalise(gather_rows(self.x, index))
 
     def normalise(self, images: torch.Tensor) -> torch.Tensor:
         images = images.movedim(-1, -3).float().div_(255.0)  # [..., H, W, C] uint8 -> [..., C, H, W]
@@ -82,6 +82,16 @@ class ClientData:
         for row, client in enumerate(clients):
             present[row, self.y[self.clients[client]].unique()] = True
         return present
+
+
+def gather_rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """table[index] for an index of any shape, as one index_select of the flattened index: on this CPU
+    twice as fast as advanced indexing (a [10, 10] batch of MNIST rows: 39 µs vs 88 µs), the same copy.
+    A table not in contiguous layout (colour images scaled from [N, H, W, C] keep channels-last strides)
+    is indexed as before: the result keeps its layout, and so the convolutions their exact numbers."""
+    if not table.is_contiguous():
+        return table[index]
+    return table.index_select(0, index.reshape(-1)).view(*index.shape, *table.shape[1:])
 
 
 def crop_flip_draws(batch: int, generator: torch.Generator, padding: int = CROP_PADDING) -> torch.Tensor:

@@ -19,7 +19,8 @@ import torch
 from torch.func import functional_call, grad_and_value, vmap
 
 from pipeline import cohort_mlp
-from pipeline.clientdata import AUGMENT_STREAM, DROPOUT_STREAM, ClientData, crop_flip, crop_flip_draws, generator_for
+from pipeline.clientdata import (AUGMENT_STREAM, DROPOUT_STREAM, ClientData, crop_flip, crop_flip_draws, gather_rows,
+                                 generator_for)
 from pipeline.losses import per_sample_loss
 from pipeline.models import dropout_masks, has_batch_norm
 from pipeline.optimizers import SGD
@@ -252,12 +253,6 @@ def fused_sgd_applies(job: CohortJob) -> bool:
             and not opt.weight_decay)
 
 
-def needs_steps(tracker) -> bool:
-    """Whether a tracker reads the steps Δθ taken (RWalk's path score does; SCAFFOLD's gradient mean
-    does not, and without them the optimiser updates in place without a copy)."""
-    return tracker is not None and getattr(tracker, "needs_steps", True)
-
-
 def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
     """Train a stacked cohort in place (every client at once)."""
     if buffers:
@@ -274,18 +269,20 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     loss_sum = torch.zeros(index.shape[1], device=weight.device)
     steps_done = torch.zeros(index.shape[1], device=weight.device)
     correct = torch.zeros(index.shape, dtype=torch.bool, device=weight.device) if job.record_correct else None
+    shares = cohort_mlp.sample_shares(weight) if by_hand else None  # the whole schedule's at once
     for s in range(index.shape[0]):
         w = weight[s]
         active = w.sum(1) > 0
-        x, y = data.inputs(index[s]), data.y[index[s]]
+        x, y = data.inputs(index[s]), gather_rows(data.y, index[s])
         if job.augment is not None:
             x = job.augment.stacked(x, active)
         if fused:
             step_pull = pull if pull is None or bool(active.all()) else masked_pull(pull, active, stacked)
-            data_loss = cohort_mlp.cohort_sgd_step(job.model, stacked, x, y, w, job.optimizer.lr, step_pull, job.keep)
+            data_loss = cohort_mlp.cohort_sgd_step(job.model, stacked, x, y, w, job.optimizer.lr, step_pull, job.keep,
+                                                   shares[s])
         else:
             if by_hand:
-                data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep)
+                data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep, shares[s])
             else:
                 masks = {**job.dropout.stacked(active), **job.fixed}
                 data_grads, (_, (data_loss, right)) = step_fn(stacked, masks, x, y, w, job.keep, job.shared,
@@ -293,7 +290,7 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
                 if correct is not None:
                     correct[s] = right & (w > 0)
             grads = add_penalty_gradient(data_grads, affine, stacked)
-            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=needs_steps(tracker))
+            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=tracker is not None)
             if tracker is not None:
                 tracker.update(data_grads, taken, active)
         loss_sum += data_loss.detach() * active
@@ -336,7 +333,7 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
                 correct[s, c, present] = right
             grads = add_penalty_gradient(data_grads, affine, params)
             taken = job.optimizer.step(params, grads, opt_state, torch.tensor(True),
-                                       keep_steps=needs_steps(own_tracker))
+                                       keep_steps=own_tracker is not None)
             if own_tracker is not None:
                 own_tracker.update(data_grads, taken, torch.tensor(True))
             loss_sum += float(data_loss)

@@ -22,24 +22,24 @@ def is_plain_mlp(model) -> bool:
             and all(isinstance(m, (nn.Linear, nn.ReLU)) for m in layers[1:]))
 
 
-def cohort_grads(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, keep=None):
+def cohort_grads(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, keep=None, share=None):
     """Per-client gradients of Σ_b w_b·CE_b / Σ_b w_b, and that loss; a client with no weight gets 0.
 
     stacked: name -> [clients, ...]; x: [clients, batch, ...] model input; y, w: [clients, batch];
     keep: [clients, classes] logit mask of the loss (TCE), or None for plain cross-entropy."""
-    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w, keep)
+    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w, keep, share)
     return backward(model, stacked, delta, linear_inputs, relu_outputs), data_loss
 
 
 def cohort_sgd_step(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, lr: float,
-                    pull: dict | None = None, keep=None):
+                    pull: dict | None = None, keep=None, share=None):
     """One plain SGD step (no momentum or weight decay) applied during the backward pass:
     θ ← θ − lr·g as one `baddbmm_` per weight, never materialising g. Returns the data loss.
 
     `pull` (name -> (lr·scale, lr·offset)) adds a quadratic penalty whose gradient is scale·θ − offset
     (FedProx, FedCurv, EWC): θ ← θ − lr·scale·θ + lr·offset, taken at the same θ as g. A client with no
     weight in this step has g = 0 exactly (and a pull masked to 0), so it stays exactly where it was."""
-    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w, keep)
+    delta, data_loss, linear_inputs, relu_outputs = forward(model, stacked, x, y, w, keep, share)
     backward(model, stacked, delta, linear_inputs, relu_outputs, lr=lr, pull=pull)
     return data_loss
 
@@ -53,9 +53,16 @@ def apply_pull(param: torch.Tensor, scale, offset) -> None:
     param.add_(offset)
 
 
-def forward(model, stacked, x, y, w, keep=None):
+def sample_shares(w: torch.Tensor) -> torch.Tensor:
+    """Each sample's share of its client's mean loss, w_b / Σ_b w_b (0 for a client with no weight);
+    w: [..., clients, batch], so a whole schedule's shares can be taken at once."""
+    return w / w.sum(-1, keepdim=True).clamp_min(1.0)
+
+
+def forward(model, stacked, x, y, w, keep=None, share=None):
     """Logit gradients (softmax − one-hot, times each sample's share of its client's mean), the
-    clients' mean losses, and what the backward pass needs: every Linear's input, every ReLU's output."""
+    clients' mean losses, and what the backward pass needs: every Linear's input, every ReLU's output.
+    share: sample_shares(w) if the caller has it (a cohort computes its schedule's at once)."""
     h = x.flatten(2)
     linear_inputs, relu_outputs = {}, {}
     for index, layer in enumerate(model):
@@ -67,13 +74,15 @@ def forward(model, stacked, x, y, w, keep=None):
             h = h.clamp_min(0)
             relu_outputs[index] = h
     log_prob = F.log_softmax(masked_logits(h, None if keep is None else keep.unsqueeze(1)), dim=-1)
-    scale = w / w.sum(1).clamp_min(1.0).unsqueeze(1)
-    # Padding may carry a label the TCE mask drops (log-probability -inf): select, never multiply.
-    picked = torch.where(scale > 0, log_prob.gather(-1, y.unsqueeze(-1)).squeeze(-1), 0.0)
-    data_loss = -(picked * scale).sum(1)
+    share = sample_shares(w) if share is None else share
+    label = y.unsqueeze(-1)
+    picked = log_prob.gather(-1, label).squeeze(-1)
+    if keep is not None:  # padding may carry a label the TCE mask drops (log-probability -inf): select
+        picked = torch.where(share > 0, picked, 0.0)
+    data_loss = -(picked * share).sum(1)
     delta = log_prob.exp()
-    delta.scatter_add_(-1, y.unsqueeze(-1), -torch.ones_like(delta[..., :1]))
-    return delta * scale.unsqueeze(-1), data_loss, linear_inputs, relu_outputs
+    delta.scatter_add_(-1, label, delta.new_full((1,) * label.dim(), -1.0).expand(label.shape))  # − one-hot
+    return delta.mul_(share.unsqueeze(-1)), data_loss, linear_inputs, relu_outputs
 
 
 def backward(model, stacked, delta, linear_inputs, relu_outputs, lr: float | None = None,
@@ -96,5 +105,5 @@ def backward(model, stacked, delta, linear_inputs, relu_outputs, lr: float | Non
                 bias.add_(delta.sum(1), alpha=-lr)
             delta = below
         else:  # ReLU: the gradient passes where the unit was active
-            delta = delta * (relu_outputs[index] > 0)
+            delta = torch.ops.aten.threshold_backward(delta, relu_outputs[index], 0)
     return grads

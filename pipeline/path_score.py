@@ -19,8 +19,6 @@ class PathScore:
     curvature it moved along. Works on stacked cohorts (`active` masks finished clients) and on one
     client (`active` a scalar True)."""
 
-    needs_steps = True  # Δθ of every step (pipeline.cohort asks the optimiser to keep them)
-
     def __init__(self, decay: float, epsilon: float):
         self.decay, self.epsilon = decay, epsilon
         self.score: dict = {}

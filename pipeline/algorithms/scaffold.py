@@ -88,8 +88,6 @@ class GradientMean:
     """The mean of each client's data-loss gradients over the steps it took (c_i⁺ of option II). Works on
     a stacked cohort (`active` masks clients without a step) and on one client (`active` a scalar)."""
 
-    needs_steps = False  # the gradients only: the optimiser need not keep each step Δθ (pipeline.cohort)
-
     def __init__(self):
         self.total: dict = {}
         self.count: torch.Tensor | None = None
