@@ -65,7 +65,8 @@ def built(tmp_path_factory):
 
 def test_first_repro_runs_every_stage_and_writes_every_report(built):
     repo, first, _, _ = built
-    assert first == {"download@mnist", "partition@shards", "resolve", "report"} | {f"train@{key}" for key in STAGES}
+    assert first == ({"download@mnist", "partition@shards", "resolve", "fingerprint", "report"}
+                     | {f"train@{key}" for key in STAGES})
     for name in REPORT_FILES:
         assert (repo.root / name).is_file(), name
     for name in ("figure1.png", "figure2.png"):
