@@ -19,7 +19,7 @@ from flwr.server import ServerApp, ServerAppComponents, ServerConfig
 from flwr.server.strategy import FedAvg
 from flwr.simulation import run_simulation
 
-from benchmarks.loops import sgd_epochs, shuffled_batches
+from benchmarks.loops import client_class_masks, local_training, shuffled_batches
 from pipeline.clientdata import ClientData
 from pipeline.models import build_model
 
@@ -30,31 +30,33 @@ def load_payload(path: str):
     if path not in _LOADED:
         payload = torch.load(path, weights_only=False)
         device = torch.device(payload["device"])
-        data = ClientData(payload["x"].to(device), payload["y"].to(device), payload["clients"],
-                          payload["mean"].to(device), payload["std"].to(device))
-        tensors = [(data.inputs(index.to(device)), data.y[index.to(device)]) for index in data.clients]
+        data = ClientData(payload["x"].to(device), payload["y"].to(device), [c.to(device) for c in payload["clients"]],
+                          payload["mean"].to(device), payload["std"].to(device), classes=payload["settings"]["classes"])
+        masks = client_class_masks(data, payload["settings"])
+        tensors = [(data.inputs(index), data.y[index], mask) for index, mask in zip(data.clients, masks)]
         _LOADED.clear()  # one workload at a time
         _LOADED[path] = (payload["settings"], tensors)
     return _LOADED[path]
 
 
 class TorchClient(NumPyClient):
-    def __init__(self, model, x, y, settings):
-        self.model, self.x, self.y, self.settings = model, x, y, settings
+    def __init__(self, model, x, y, keep, settings):
+        self.model, self.x, self.y, self.keep, self.settings = model, x, y, keep, settings
 
     def fit(self, parameters, config):
         state = {name: torch.from_numpy(value) for name, value in zip(self.model.state_dict(), parameters)}
         self.model.load_state_dict(state)
-        sgd_epochs(self.model, lambda: shuffled_batches(self.x, self.y, self.settings["batch_size"]),
-                   self.settings["local_epochs"], self.settings["lr"])
+        local_training(self.model, lambda: shuffled_batches(self.x, self.y, self.settings["batch_size"]),
+                       self.settings, self.keep)
         return [value.detach().cpu().numpy() for value in self.model.state_dict().values()], len(self.x), {}
 
 
 def client_fn(path: str, context: Context):
     settings, tensors = load_payload(path)
-    x, y = tensors[int(context.node_config["partition-id"])]
-    model = build_model(settings["model"], settings["image_shape"], settings["classes"], settings["seed"])
-    return TorchClient(model.to(x.device), x, y, settings).to_client()
+    x, y, keep = tensors[int(context.node_config["partition-id"])]
+    model = build_model(settings["model"], settings["image_shape"], settings["classes"], settings["seed"],
+                        settings.get("norm"))
+    return TorchClient(model.to(x.device), x, y, keep, settings).to_client()
 
 
 class GatedFedAvg(FedAvg):

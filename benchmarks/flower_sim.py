@@ -73,8 +73,8 @@ def write_payload(folder: Path, model_name: str, image_shape, classes: int, seed
     torch.save({"x": data.x.cpu(), "y": data.y.cpu(), "clients": [c.cpu() for c in data.clients],
                 "mean": data.mean.cpu(), "std": data.std.cpu(), "device": device.type,
                 "settings": {"model": model_name, "image_shape": tuple(image_shape), "classes": classes, "seed": seed,
-                             "local_epochs": settings["local_epochs"], "batch_size": settings["batch_size"],
-                             "lr": settings["lr"]}}, path)
+                             **{key: settings[key] for key in ("local_epochs", "batch_size", "lr", "optimizer",
+                                                              "momentum", "weight_decay", "loss", "norm")}}}, path)
     return str(path)
 
 

@@ -1,18 +1,21 @@
 """Speed benchmark: seconds per federated round of the engine against conventional implementations.
 
-    python -m benchmarks.speed [--workloads 1,2,3,4,5] [--quick] [--sizes paper|tiny] [--repeats N]
+    python -m benchmarks.speed [--workloads 1,...,8] [--quick] [--sizes paper|tiny] [--repeats N]
                                [--device auto|cpu|cuda] [--data PATH] [--no-flower] [--out benchmarks/results]
 
-Workloads 1-3 run one FedAvg workload (benchmarks/workloads.py) through
+Workloads 1-3 and 6-8 run one FedAvg workload (benchmarks/workloads.py) through
   (a) the engine, `run_round(..., vectorized=prefer_vectorized(model, device))` ("auto": vmap for MLPs,
       one client at a time for CNNs on a CPU, where vmap over convolutions is slower; a CNN on a CPU
-      also gets the forced-vmap number, "engine_vmap"),
+      also gets the forced-vmap number, "engine_vmap", unless it has BatchNorm, which trains one client
+      at a time only),
   (b) the engine's sequential reference path (vectorized=False),
   (c) a careful per-client loop over in-memory tensors, (d) the same loop fed by a DataLoader with
       per-sample transforms (benchmarks/loops.py), and
   (e) Flower's simulation engine (benchmarks/flower_sim.py; skipped, and said so, without flwr).
 Workload 4 times FedCurv (per-sample Fisher included) against FedAvg, workload 5 every algorithm of
-`pipeline.algorithms.ALGORITHMS`, all through the engine's auto path.
+`pipeline.algorithms.ALGORITHMS` and FedAvg with TCE's truncated loss, all through the engine's auto path.
+Workload 6 is FedWAvg's shallow ResNet (BatchNorm, Adam), 7 TCE's setting (Dirichlet 0.1, truncated
+loss), 8 McMahan et al.'s CNN at B = 10.
 
 Method: a single process; each implementation first runs one untimed warm-up round, then the
 implementations run in alternation (the order rotated each repeat) `--repeats` times, each repeat
@@ -44,8 +47,8 @@ import torch
 
 from benchmarks import flower_sim, loops, report
 from benchmarks.flops import matmul_rate, synchronize, training_flops_per_sample
-from benchmarks.workloads import (SEED, TINY_CLASSES, TINY_CLIENTS, TINY_SHAPE, TINY_SHARD, Workload, client_data,
-                                  default_data_path, load_mnist, synthetic_images, workloads_for)
+from benchmarks.workloads import (PAPER, SEED, TINY_CLASSES, TINY_CLIENTS, TINY_SHAPE, TINY_SHARD, Workload,
+                                  client_data, default_data_path, load_images, synthetic_images, workloads_for)
 from pipeline.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparams
 from pipeline.clientdata import ClientData, sample_cohort
 from pipeline.cohort import prefer_vectorized, tune_allocator
@@ -53,7 +56,8 @@ from pipeline.rounds import initial_state, run_round
 from pipeline.runs import RUN_DEFAULTS
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_json, write_text
-from pipeline.models import build_model
+from pipeline.datasets import dataset_spec
+from pipeline.models import build_model, has_batch_norm
 
 MATMUL = {"paper": (2048, 5), "tiny": (256, 3)}  # (size, repeats)
 
@@ -70,7 +74,9 @@ class Implementation:
 
 def engine_settings(workload: Workload) -> dict:
     return {**RUN_DEFAULTS, "seed": SEED, "client_fraction": workload.client_fraction, "lr": workload.lr, "momentum": 0.0,
-            "weight_decay": 0.0, "local_epochs": workload.local_epochs, "batch_size": workload.batch_size}
+            "weight_decay": workload.weight_decay, "local_epochs": workload.local_epochs,
+            "batch_size": workload.batch_size, "optimizer": workload.optimizer, "loss": workload.loss,
+            "norm": workload.norm}
 
 
 def engine_rounds(model, algorithm_name: str, hp: dict, data: ClientData, settings: dict, vectorized: bool):
@@ -102,12 +108,15 @@ def comparison_implementations(workload: Workload, data: ClientData, image_shape
     settings = engine_settings(workload)
 
     def model():
-        return build_model(workload.model, image_shape, classes, SEED).to(device)
+        return build_model(workload.model, image_shape, classes, SEED, workload.norm).to(device)
 
     auto = prefer_vectorized(model(), device)
     impls = {"engine_auto": Implementation(f"(a) engine, auto ({'vmap' if auto else 'sequential'})",
                                            timed(engine_rounds(model(), "fedavg", {}, data, settings, auto), device))}
-    if not auto:
+    if not auto and has_batch_norm(model()):
+        impls["engine_vmap"] = Implementation("(a') engine, vmap forced", None,
+                                              skipped="skipped: BatchNorm trains on the sequential path only")
+    elif not auto:
         impls["engine_vmap"] = Implementation("(a') engine, vmap forced",
                                               timed(engine_rounds(model(), "fedavg", {}, data, settings, True), device))
     impls["engine_sequential"] = Implementation(
@@ -127,15 +136,20 @@ def comparison_implementations(workload: Workload, data: ClientData, image_shape
 
 def algorithm_implementations(workload: Workload, data: ClientData, image_shape, classes: int,
                               device: torch.device) -> dict[str, Implementation]:
-    """The workload's algorithms (all registered ones when it names none) on the engine's auto path,
-    FedAvg first: it is the baseline."""
+    """The workload's algorithms (all registered ones when it names none, and then FedAvg with TCE's
+    truncated loss too, as "tce") on the engine's auto path, FedAvg first: it is the baseline."""
+    every = not workload.algorithms
     names = list(workload.algorithms or ["fedavg"] + [name for name in ALGORITHMS if name != "fedavg"])
+    runs = [(name, name, engine_settings(workload)) for name in names]
+    if every:
+        runs.append(("tce", "fedavg", {**engine_settings(workload), "loss": "tce"}))
     impls = {}
-    for name in names:
-        model = build_model(workload.model, image_shape, classes, SEED).to(device)
+    for key, name, settings in runs:
+        model = build_model(workload.model, image_shape, classes, SEED, workload.norm).to(device)
         hp = resolve_hyperparams({"name": name, **workload.hyperparams.get(name, {})})
-        one_round = engine_rounds(model, name, hp, data, engine_settings(workload), prefer_vectorized(model, device))
-        impls[name] = Implementation(f"engine, {name}", timed(one_round, device))
+        one_round = engine_rounds(model, name, hp, data, settings, prefer_vectorized(model, device))
+        label = "engine, fedavg with TCE's loss" if key == "tce" else f"engine, {name}"
+        impls[key] = Implementation(label, timed(one_round, device))
     return impls
 
 
@@ -188,7 +202,7 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
     per_sample = training_flops_per_sample(build_model(workload.model, image_shape, classes, SEED), image_shape)
     # A reduced workload's time scaled to its whole round (the work grows with the samples trained on).
     full_clients = max(1, round(workload.client_fraction * workload.clients))
-    full_samples = workload.local_epochs * full_clients * 2 * workload.shard_size
+    full_samples = workload.local_epochs * full_clients * 2 * workload.shard_size  # (reduced workloads use shards)
     scale = full_samples / samples if workload.reduce_clients is not None else None
     try:
         times = measure(impls, repeats, workload.rounds, f"workload {workload.number}")
@@ -245,10 +259,11 @@ def flower_skip_reason(args, number: int) -> str | None:
 
 
 def parse_workloads(text: str) -> list[int]:
-    allowed = {str(n) for n in range(1, 6)}
+    allowed = {str(n) for n in PAPER}
     parts = [part.strip() for part in text.split(",")]
     if any(part not in allowed for part in parts):
-        raise UserError(f"--workloads: {text!r} is not allowed; expected a comma-separated subset of 1,2,3,4,5")
+        raise UserError(f"--workloads: {text!r} is not allowed; expected a comma-separated subset of "
+                        f"{','.join(sorted(allowed, key=int))}")
     return sorted({int(part) for part in parts})
 
 
@@ -262,7 +277,7 @@ def choose_device(name: str) -> torch.device:
 
 def parse_args(argv):
     parser = Parser(prog="python -m benchmarks.speed", description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default="1,2,3,4,5", help="comma-separated subset of 1,2,3,4,5")
+    parser.add_argument("--workloads", default=",".join(map(str, PAPER)), help="comma-separated subset of 1,...,8")
     parser.add_argument("--quick", action="store_true", help="tiny synthetic sizes, 2 repeats: a smoke test")
     parser.add_argument("--sizes", choices=("paper", "tiny"), help="paper: real MNIST (default); tiny: synthetic")
     parser.add_argument("--repeats", type=int, help="timed repeats per implementation (default 5; 2 with --quick)")
@@ -279,27 +294,36 @@ def parse_args(argv):
     return args
 
 
+def workload_data(dataset: str, args):
+    """(images, labels, image shape, classes, where they came from) of a workload's dataset."""
+    if args.sizes == "paper":
+        path = (args.data or default_data_path()) if dataset == "mnist" else default_data_path(dataset)
+        x, y = load_images(path, dataset, "--data" if dataset == "mnist" else "data")
+        return x, y, tuple(x.shape[1:]), dataset_spec(dataset).classes, str(path)
+    shape = (*TINY_SHAPE[:2], dataset_spec(dataset).image_shape[-1])
+    x, y = synthetic_images(TINY_CLIENTS * 2 * TINY_SHARD, shape)
+    return x, y, shape, TINY_CLASSES, "synthetic (tiny sizes)"
+
+
 @exit_on_user_error
 def main(argv=None) -> None:
     args = parse_args(argv)
     numbers = parse_workloads(args.workloads)
     device = choose_device(args.device)
-    if args.sizes == "paper":
-        data_path = args.data or default_data_path()
-        x, y = load_mnist(data_path)
-        image_shape, classes, data_name = tuple(x.shape[1:]), 10, str(data_path)
-    else:
-        x, y = synthetic_images(TINY_CLIENTS * 2 * TINY_SHARD)
-        image_shape, classes, data_name = TINY_SHAPE, TINY_CLASSES, "synthetic (tiny sizes)"
     tune_allocator()  # as pipeline.train does before training
     size, matmul_repeats = MATMUL[args.sizes]
     matmul = matmul_rate(size, matmul_repeats, device)
-    results = {}
+    results, sources, loaded = {}, {}, {}
     for number, workload in workloads_for(args.sizes).items():
-        if number in numbers:
-            flower_skip = flower_skip_reason(args, number) if workload.algorithms is None else None
-            results[str(number)] = run_workload(workload, x, y, image_shape, classes, device, args.repeats,
-                                                flower_skip, matmul["flops_per_second"])
+        if number not in numbers:
+            continue
+        if workload.dataset not in loaded:
+            loaded[workload.dataset] = workload_data(workload.dataset, args)
+        x, y, image_shape, classes, sources[workload.dataset] = loaded[workload.dataset]
+        flower_skip = flower_skip_reason(args, number) if workload.algorithms is None else None
+        results[str(number)] = run_workload(workload, x, y, image_shape, classes, device, args.repeats,
+                                            flower_skip, matmul["flops_per_second"])
+    data_name = "; ".join(f"{name}: {source}" for name, source in sources.items())
     summary = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(device), "sizes": args.sizes, "data": data_name, "repeats": args.repeats,

@@ -1,8 +1,8 @@
-"""The five benchmark workloads, and the federated data they run on.
+"""The eight benchmark workloads, and the federated data they run on.
 
-`paper` sizes are the papers' settings on real MNIST; `tiny` sizes keep every workload's model, batch
-size and client fraction but shrink the data (synthetic 8×8 images, 20 clients of 16 samples), so that
-the whole benchmark runs in seconds as a smoke test.
+`paper` sizes are the papers' settings on real MNIST and CIFAR-10; `tiny` sizes keep every workload's
+model, batch size, optimiser, loss and client fraction but shrink the data (synthetic 8×8 images with the
+dataset's channels, 20 clients of 16 samples), so that the whole benchmark runs in seconds as a smoke test.
 """
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ import torch
 from pipeline.datasets import MIRROR_ENV, dataset_spec, read_npz, validate_arrays
 from pipeline.clientdata import ClientData, channel_stats
 from pipeline.errors import UserError
-from pipeline.partition import partition_shards
+from pipeline.partition import partition_dirichlet, partition_shards
 
 SEED = 0
-DEFAULT_DATA = Path("data/prepared/mnist.npz")
+PREPARED = Path("data/prepared")
+DEFAULT_DATA = PREPARED / "mnist.npz"
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,13 @@ class Workload:
     # each restricted to its first `reduce_samples` samples, for every implementation alike.
     reduce_clients: int | None = None
     reduce_samples: int | None = None
+    dataset: str = "mnist"
+    # None: 2 label-sorted shards of shard_size per client; else Dir(alpha) label skew, equal sizes (TCE's)
+    dirichlet_alpha: float | None = None
+    optimizer: str = "sgd"  # the client optimiser (sgd or adam, torch.optim's defaults otherwise)
+    loss: str = "ce"  # ce, or tce: cross-entropy over the client's own classes only (TCE)
+    weight_decay: float = 0.0
+    norm: str | None = None  # the model's normalisation layers (None: its default)
 
     def reduction(self) -> str | None:
         if self.reduce_clients is None:
@@ -62,8 +70,16 @@ PAPER = {
     4: Workload(4, "FedCurv vs FedAvg on workload 1 with E=5 (engine, per-sample Fisher included)",
                 "mlp_200", 100, 300, 0.1, 5, 10, 0.01, rounds=2, algorithms=("fedavg", "fedcurv"),
                 hyperparams={"fedcurv": {"lambda": 1.0}}),
-    5: Workload(5, "every registered algorithm on workload 1 (engine, default hyper-parameters)",
+    5: Workload(5, "every registered algorithm on workload 1 (engine, default hyper-parameters), and TCE's loss",
                 "mlp_200", 100, 300, 0.1, 1, 10, 0.01, rounds=3, algorithms=()),
+    6: Workload(6, "FedWAvg's shallow ResNet (BatchNorm, 4.9 M parameters), CIFAR-10, the paper's 10 clients "
+                   "(x 2 shards of 2500), C=1, E=1, B=64, Adam lr 0.001", "resnet_shallow", 10, 2500, 1.0, 1, 64,
+                0.001, rounds=1, reduce_clients=4, reduce_samples=64, dataset="cifar10", optimizer="adam"),
+    7: Workload(7, "TCE's setting: cnn_small (GroupNorm), CIFAR-10, 100 clients by Dirichlet alpha=0.1, C=0.1, "
+                   "E=1, B=64, SGD lr 0.1, weight decay 1e-4, truncated cross-entropy", "cnn_small", 100, 500, 0.1,
+                1, 64, 0.1, rounds=1, dataset="cifar10", dirichlet_alpha=0.1, loss="tce", weight_decay=1e-4),
+    8: Workload(8, "McMahan et al.'s CNN, MNIST, 10 clients x 2 shards of 300, C=1, E=1, B=10, lr 0.01",
+                "cnn_fedavg", 10, 300, 1.0, 1, 10, 0.01, rounds=1, reduce_clients=10, reduce_samples=100),
 }
 
 TINY_SHAPE = (8, 8, 1)
@@ -73,7 +89,8 @@ TINY_SHARD = 8
 
 
 def tiny(workload: Workload) -> Workload:
-    reduce = {"reduce_clients": 4} if workload.reduce_clients else {}
+    reduce = {"reduce_clients": 4, "reduce_samples": min(workload.reduce_samples, 2 * TINY_SHARD)} \
+        if workload.reduce_clients else {}
     title = f"{workload.title} [tiny: synthetic 8x8 images, {TINY_CLIENTS} clients x 2 shards of {TINY_SHARD}]"
     return dataclasses.replace(workload, title=title, clients=TINY_CLIENTS, shard_size=TINY_SHARD, rounds=1, **reduce)
 
@@ -84,22 +101,28 @@ def workloads_for(sizes: str) -> dict[int, Workload]:
 
 # ---------------------------------------------------------------- data
 
-def default_data_path() -> Path:
-    """data/prepared/mnist.npz, else the mirror's copy; one line naming both when neither exists."""
-    if DEFAULT_DATA.is_file():
-        return DEFAULT_DATA
+def default_data_path(dataset: str = "mnist") -> Path:
+    """data/prepared/<dataset>.npz, else the mirror's copy; one line naming both when neither exists."""
+    local = PREPARED / f"{dataset}.npz"
+    if local.is_file():
+        return local
     mirror = os.environ.get(MIRROR_ENV)
-    if mirror and (Path(mirror) / "mnist.npz").is_file():
-        return Path(mirror) / "mnist.npz"
-    raise UserError(f"--data: no MNIST found at {DEFAULT_DATA} nor in ${MIRROR_ENV}; run `dvc repro download@mnist`, "
-                    f"set {MIRROR_ENV}, or pass --data PATH")
+    if mirror and (Path(mirror) / f"{dataset}.npz").is_file():
+        return Path(mirror) / f"{dataset}.npz"
+    flag = "--data: " if dataset == "mnist" else ""
+    raise UserError(f"{flag}no {dataset} found at {local} nor in ${MIRROR_ENV}; run `dvc repro download@{dataset}`, "
+                    f"set {MIRROR_ENV}" + (", or pass --data PATH" if dataset == "mnist" else ""))
+
+
+def load_images(path: Path, dataset: str = "mnist", flag: str = "--data") -> tuple[np.ndarray, np.ndarray]:
+    """Training images and labels of a prepared-format file of `dataset` (any number of samples)."""
+    arrays = read_npz(Path(path), f"{flag} {path}")
+    validate_arrays(arrays, dataset_spec(dataset, {"train_size": None, "test_size": None}), str(path))
+    return arrays["x_train"], arrays["y_train"]
 
 
 def load_mnist(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Training images and labels of a prepared-format MNIST file (any number of samples)."""
-    arrays = read_npz(Path(path), f"--data {path}")
-    validate_arrays(arrays, dataset_spec("mnist", {"train_size": None, "test_size": None}), str(path))
-    return arrays["x_train"], arrays["y_train"]
+    return load_images(path)
 
 
 def synthetic_images(samples: int, shape=TINY_SHAPE, classes: int = TINY_CLASSES, seed: int = SEED):
@@ -112,10 +135,14 @@ def synthetic_images(samples: int, shape=TINY_SHAPE, classes: int = TINY_CLASSES
 def client_data(x: np.ndarray, y: np.ndarray, workload: Workload, device: torch.device) -> ClientData:
     """The workload's partition of (x, y) as the engine's ClientData (as pipeline.train builds it),
     already reduced for a workload timed on part of a round."""
-    parts = partition_shards(y, workload.clients, 2, workload.shard_size, np.random.default_rng(SEED), cut="sorted")
+    rng = np.random.default_rng(SEED)
+    if workload.dirichlet_alpha is None:
+        parts = partition_shards(y, workload.clients, 2, workload.shard_size, rng, cut="sorted")
+    else:  # TCE's equally sized clients
+        parts = partition_dirichlet(y, workload.clients, workload.dirichlet_alpha, equal_size=True, rng=rng)
     if workload.reduce_clients is not None:
         parts = [part[:workload.reduce_samples] for part in parts[:workload.reduce_clients]]
     images = torch.from_numpy(x).to(device)
     mean, std = channel_stats(images)
     clients = [torch.from_numpy(part).to(device) for part in parts]
-    return ClientData(images, torch.from_numpy(y).to(device), clients, mean, std)
+    return ClientData(images, torch.from_numpy(y).to(device), clients, mean, std, classes=int(y.max()) + 1)

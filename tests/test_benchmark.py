@@ -79,7 +79,7 @@ def implementations(report: dict):
 
 def test_writes_json_and_markdown_for_every_workload(runs):
     stdout, report, markdown = runs["no_flower"]
-    assert sorted(report["workloads"]) == ["1", "2", "3", "4", "5"]
+    assert sorted(report["workloads"], key=int) == ["1", "2", "3", "4", "5", "6", "7", "8"]
     assert report["sizes"] == "tiny" and report["repeats"] == 2
     assert {"cpu", "logical_cores", "torch", "torch_threads", "device"} <= set(report["machine"])
     assert report["matmul"]["flops_per_second"] > 0
@@ -123,6 +123,9 @@ def test_flop_counts_are_the_analytic_ones(runs):
     assert workloads["2"]["flops_per_round"] == 5 * TINY_W1_ROUND_FLOPS  # E = 5
     assert workloads["3"]["flops_per_sample_step"] == TINY_CNN_STEP_FLOPS
     assert workloads["3"]["reduction"] and workloads["3"]["full_round_scale"] == 5  # 4 of 20 clients
+    # The shallow ResNet on 8x8x3 images, the TCE and McMahan CNNs: the workloads of issue 17
+    assert workloads["6"]["model"] == "resnet_shallow" and workloads["6"]["clients_per_round"] == 4
+    assert workloads["7"]["clients_per_round"] == 2 and workloads["8"]["clients_per_round"] == 4
 
 
 def test_every_registered_algorithm_is_timed_against_fedavg(runs):
@@ -130,12 +133,12 @@ def test_every_registered_algorithm_is_timed_against_fedavg(runs):
 
     workload = runs["no_flower"][1]["workloads"]["5"]
     assert workload["baseline"] == "fedavg"
-    assert sorted(workload["implementations"]) == sorted(ALGORITHMS)
+    assert sorted(workload["implementations"]) == sorted([*ALGORITHMS, "tce"])  # TCE is a loss, timed with FedAvg
 
 
 def test_without_flwr_flower_is_a_named_skip(runs):
     workloads = runs["no_flower"][1]["workloads"]
-    for number in "123":
+    for number in "123678":
         assert workloads[number]["implementations"]["flower"]["skipped"] == FLOWER_MISSING
     assert FLOWER_MISSING in runs["no_flower"][2]
 
@@ -159,7 +162,7 @@ def test_targets_are_listed_with_pass_or_miss(runs):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--workloads", "1,7"], "error: --workloads: '1,7' is not allowed"),
+    (["--workloads", "1,9"], "error: --workloads: '1,9' is not allowed"),
     (["--repeats", "0"], "error: --repeats: 0 is not allowed"),
     (["--device", "tpu"], "error: argument --device: invalid choice"),
     (["--data", "/nonexistent/mnist.npz"], "error: --data /nonexistent/mnist.npz: file not found"),
@@ -173,3 +176,23 @@ def test_user_mistakes_are_one_line_errors(args, message, monkeypatch, capsys):
     assert exit_info.value.code == 2
     stderr = capsys.readouterr().err.strip()
     assert stderr.startswith(message) and "\n" not in stderr
+
+
+def test_the_careful_loop_trains_tce_on_the_clients_own_classes_with_adam(monkeypatch):
+    """Loop (c)'s TCE: the logits of classes a client lacks get no gradient, so with plain SGD their
+    output biases do not move; with Adam the loop's optimiser is torch.optim.Adam."""
+    monkeypatch.syspath_prepend(str(REPO))
+    import torch
+    from torch import nn
+
+    from benchmarks.loops import client_optimizer, local_training
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(12, 5))
+    x, y = torch.randn(8, 12), torch.tensor([0, 2, 2, 0, 2, 0, 0, 2])
+    keep = torch.tensor([True, False, True, False, False])
+    before = model[1].bias.detach().clone()
+    local_training(model, lambda: [(x, y)], {"local_epochs": 1, "lr": 0.5}, keep)
+    moved = (model[1].bias.detach() != before).tolist()
+    assert moved == [True, False, True, False, False]
+    assert isinstance(client_optimizer(model, {"optimizer": "adam", "lr": 0.1}), torch.optim.Adam)
