@@ -190,7 +190,7 @@ def summarise(impls: dict[str, Implementation], times: dict[str, list[float]], b
 
 def run_workload(workload: Workload, x, y, image_shape, classes: int, device: torch.device, repeats: int,
                  flower_skip: str | None, matmul_flops: float) -> dict:
-    data = client_data(x, y, workload, device)
+    data = client_data(x, y, workload, device, classes)
     if workload.algorithms is None:
         impls = comparison_implementations(workload, data, image_shape, classes, device, flower_skip, repeats)
         baseline = "engine_auto"
@@ -199,7 +199,8 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
         baseline = next(iter(impls))
     cohort = sample_cohort(len(data.clients), workload.client_fraction, SEED, 1)
     samples = workload.local_epochs * sum(len(data.clients[k]) for k in cohort)
-    per_sample = training_flops_per_sample(build_model(workload.model, image_shape, classes, SEED), image_shape)
+    per_sample = training_flops_per_sample(build_model(workload.model, image_shape, classes, SEED, workload.norm),
+                                           image_shape)
     # A reduced workload's time scaled to its whole round (the work grows with the samples trained on).
     full_clients = max(1, round(workload.client_fraction * workload.clients))
     full_samples = workload.local_epochs * full_clients * 2 * workload.shard_size  # (reduced workloads use shards)

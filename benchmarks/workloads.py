@@ -91,7 +91,8 @@ TINY_SHARD = 8
 def tiny(workload: Workload) -> Workload:
     reduce = {"reduce_clients": 4, "reduce_samples": min(workload.reduce_samples, 2 * TINY_SHARD)} \
         if workload.reduce_clients else {}
-    title = f"{workload.title} [tiny: synthetic 8x8 images, {TINY_CLIENTS} clients x 2 shards of {TINY_SHARD}]"
+    split = "by Dirichlet" if workload.dirichlet_alpha is not None else f"x 2 shards of {TINY_SHARD}"
+    title = f"{workload.title} [tiny: synthetic 8x8 images, {TINY_CLIENTS} clients {split}]"
     return dataclasses.replace(workload, title=title, clients=TINY_CLIENTS, shard_size=TINY_SHARD, rounds=1, **reduce)
 
 
@@ -132,7 +133,7 @@ def synthetic_images(samples: int, shape=TINY_SHAPE, classes: int = TINY_CLASSES
     return x, y
 
 
-def client_data(x: np.ndarray, y: np.ndarray, workload: Workload, device: torch.device) -> ClientData:
+def client_data(x: np.ndarray, y: np.ndarray, workload: Workload, device: torch.device, classes: int) -> ClientData:
     """The workload's partition of (x, y) as the engine's ClientData (as pipeline.train builds it),
     already reduced for a workload timed on part of a round."""
     rng = np.random.default_rng(SEED)
@@ -145,4 +146,4 @@ def client_data(x: np.ndarray, y: np.ndarray, workload: Workload, device: torch.
     images = torch.from_numpy(x).to(device)
     mean, std = channel_stats(images)
     clients = [torch.from_numpy(part).to(device) for part in parts]
-    return ClientData(images, torch.from_numpy(y).to(device), clients, mean, std, classes=int(y.max()) + 1)
+    return ClientData(images, torch.from_numpy(y).to(device), clients, mean, std, classes=classes)

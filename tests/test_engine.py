@@ -256,3 +256,25 @@ def test_a_diverging_round_is_reported_and_leaves_the_state_alone(algorithm, hp,
         assert torch.equal(value, snapshot[name]), name
     # A sane learning rate on the same problem does not diverge (the flag is not always on).
     assert not run_round(model, algorithm, hp, state, data, settings(), 1, vectorized=vectorized).diverged
+
+
+@pytest.mark.parametrize("layout", ["flat", "labels", "nchw", "channels_last_colour", "channels_last_one_channel",
+                                    "a_slice"])
+def test_gather_rows_is_advanced_indexing_in_values_and_layout(layout):
+    """The batch gather must give table[index] exactly, strides included: a convolution chooses its
+    kernel (and so its rounding) by the input's layout, and MNIST scaled from [N, H, W, 1] keeps
+    channels-last strides that is_contiguous() does not show."""
+    from pipeline.clientdata import gather_rows
+
+    generator = torch.Generator().manual_seed(0)
+    table = {"flat": lambda: torch.randn(50, 784, generator=generator),
+             "labels": lambda: torch.randint(0, 10, (50,), generator=generator),
+             "nchw": lambda: torch.randn(50, 3, 8, 8, generator=generator),
+             "channels_last_colour": lambda: torch.randn(50, 8, 8, 3, generator=generator).movedim(-1, -3),
+             "channels_last_one_channel": lambda: torch.randn(50, 8, 8, 1, generator=generator).movedim(-1, -3),
+             "a_slice": lambda: torch.randn(60, 784, generator=generator)[5:55]}[layout]()
+    for index in (torch.randint(0, 50, (10, 10), generator=generator), torch.randint(0, 50, (7,), generator=generator),
+                  torch.tensor(3)):
+        expected, got = table[index], gather_rows(table, index)
+        assert torch.equal(got, expected) and got.shape == expected.shape
+        assert got.stride() == expected.stride(), (index.shape, got.stride(), expected.stride())

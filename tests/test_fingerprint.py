@@ -30,6 +30,8 @@ def imported_pipeline_files(path: Path) -> set[Path]:
     """The pipeline modules `path` imports (`from pipeline.x import y` and `from pipeline import x`)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
+        # a relative import would slip past this walk (and so past the fingerprint): the package has none
+        assert not (isinstance(node, ast.ImportFrom) and node.level), f"{path}: relative import"
         names = []
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pipeline"):
             names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]

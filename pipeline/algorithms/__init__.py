@@ -51,7 +51,7 @@ def discover() -> dict:
     """Every module of this package that defines NAME, by that name: an algorithm is added by adding
     its module, with no list to edit here, so this file (a dependency of every train stage) does not
     change and no other algorithm's runs are retrained (dvc.yaml: each train stage depends on its own
-    algorithm's modules only, see pipeline.config.algorithm_code)."""
+    algorithm's module only, see pipeline.fingerprint.algorithm_code)."""
     found = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
