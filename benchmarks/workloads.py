@@ -21,7 +21,6 @@ from pipeline.partition import partition_dirichlet, partition_shards
 
 SEED = 0
 PREPARED = Path("data/prepared")
-DEFAULT_DATA = PREPARED / "mnist.npz"
 
 
 @dataclass(frozen=True)
@@ -120,10 +119,6 @@ def load_images(path: Path, dataset: str = "mnist", flag: str = "--data") -> tup
     arrays = read_npz(Path(path), f"{flag} {path}")
     validate_arrays(arrays, dataset_spec(dataset, {"train_size": None, "test_size": None}), str(path))
     return arrays["x_train"], arrays["y_train"]
-
-
-def load_mnist(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    return load_images(path)
 
 
 def synthetic_images(samples: int, shape=TINY_SHAPE, classes: int = TINY_CLASSES, seed: int = SEED):

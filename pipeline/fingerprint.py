@@ -15,7 +15,7 @@ import hashlib
 from pathlib import Path
 
 from pipeline.errors import exit_on_user_error
-from pipeline.io import write_json
+from pipeline.io import sha256_file, write_json
 
 OUTPUT = Path("fingerprint/engine.json")
 
@@ -33,7 +33,7 @@ def algorithm_code(name: str) -> str:
 
 def file_digests(paths, root: Path) -> dict:
     """path -> sha256 of its bytes."""
-    return {path: hashlib.sha256((root / path).read_bytes()).hexdigest() for path in paths}
+    return {path: sha256_file(root / path) for path in paths}
 
 
 def combined_digest(digests: dict) -> str:
