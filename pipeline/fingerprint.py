@@ -24,7 +24,7 @@ OUTPUT = Path("fingerprint/engine.json")
 ENGINE_CODE = tuple(f"pipeline/{name}" for name in (
     "train.py", "clientdata.py", "cohort.py", "cohort_mlp.py", "rounds.py", "optimizers.py", "losses.py",
     "metrics.py", "forgetting.py", "fisher.py", "models.py", "runs.py", "datasets.py", "partition.py",
-    "path_score.py", "algorithms/__init__.py", "algorithms/common.py"))
+    "path_score.py", "distributed.py", "algorithms/__init__.py", "algorithms/common.py"))
 
 
 def algorithm_code(name: str) -> str:

@@ -16,12 +16,12 @@ the new global model on client data. The forgetting probes read the same view, s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import torch
 
-from pipeline import forgetting
+from pipeline import distributed, forgetting
 from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule, generator_for, sample_cohort
 from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, cohort_chunk_size, repeat_for, slice_tree, stack_trees,
                              train_sequential, train_vectorized)
@@ -238,19 +238,22 @@ def record_chunk_presentations(records: dict, data: ClientData, members: list[in
 
 
 def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dict, round_: int,
-              vectorized: bool = True, max_chunk: int | None = None, probe: bool = False) -> RoundResult:
+              vectorized: bool = True, max_chunk: int | None = None, probe: bool = False,
+              ranks: distributed.Ranks | None = None) -> RoundResult:
     """One communication round: sample, train (in cohort chunks), compute uploads, aggregate.
 
-    With `probe`, the result keeps a RoundView for the forgetting probes."""
+    With `probe`, the result keeps a RoundView for the forgetting probes. With `ranks` (torchrun), this
+    process trains and uploads only its block of the cohort, then gathers everyone's (pipeline.distributed)."""
     seed = settings["seed"]
     cohort = sample_cohort(len(data.clients), settings["client_fraction"], seed, round_)
     optimizer = build_optimizer(settings)
     shared = algorithm.shared_context(state, hp)
     chunk = max_chunk or cohort_chunk_size(state["params"])
+    mine = [cohort[p] for p in distributed.positions_of_rank(len(cohort), ranks)]
     locals_, losses = [], []
     presentations, events = dict(state.get("presentations", {})), None
-    for start in range(0, len(cohort), chunk):
-        members = cohort[start:start + chunk]
+    for start in range(0, len(mine), chunk):
+        members = mine[start:start + chunk]
         results, chunk_losses, presented = train_chunk(model, algorithm, hp, state, data, settings, round_, members,
                                                        vectorized, shared, optimizer)
         locals_ += results
@@ -259,6 +262,10 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
             events = (events or 0) + record_chunk_presentations(presentations, data, members, presented)
     uploads = [{"client": local.client, **algorithm.client_upload(local, hp)} for local in locals_]
     train_loss = torch.cat(losses)
+    if ranks is not None:
+        locals_, uploads, train_loss, presentations, events = gather_cohort(
+            ranks, locals_, uploads, train_loss, {k: presentations[k] for k in mine if k in presentations}, events,
+            state.get("presentations", {}))
     sizes = [len(data.clients[k]) for k in cohort]
     weights = [n / sum(sizes) for n in sizes]
     diverged = not bool(torch.isfinite(train_loss).all()) or not all(
@@ -282,6 +289,25 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
             view.new = new_state
     return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, False, cohort,
                        view if probe else None, events)
+
+
+def gather_cohort(ranks, locals_, uploads, train_loss, records, events, previous_records):
+    """Every rank's clients, in cohort order (ranks hold contiguous blocks, in rank order): their local
+    models, uploads, losses and presentation records. A client's `context` and `tracked` stay on its own
+    rank: only `client_upload`, which ran there, reads them."""
+    template = locals_[0]  # every rank trains at least one client (distributed.check_cohort_size)
+    mine = {"locals": [{"client": r.client, "params": r.params, "buffers": r.buffers, "steps": r.steps}
+                       for r in locals_],
+            "uploads": uploads, "loss": train_loss, "records": records, "events": events}
+    everyone = distributed.all_gather(ranks, mine, train_loss.device, f"gathering round {template.round}")
+    gathered_locals = [replace(template, **item, context=None, tracked=None)
+                       for part in everyone for item in part["locals"]]
+    merged = dict(previous_records)
+    for part in everyone:
+        merged.update(part["records"])
+    counts = [part["events"] for part in everyone if part["events"] is not None]
+    return (gathered_locals, [up for part in everyone for up in part["uploads"]],
+            torch.cat([part["loss"] for part in everyone]), merged, sum(counts) if counts else None)
 
 
 def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers, frozen: set[str] = frozenset()) -> dict:

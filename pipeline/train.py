@@ -29,13 +29,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from pipeline import forgetting
+from pipeline import distributed, forgetting
 from pipeline.algorithms import get_algorithm
 from pipeline.clientdata import ClientData, input_scaling_stats
 from pipeline.cohort import prefer_vectorized, tune_allocator
@@ -251,12 +252,16 @@ def curve_set(evaluate_on: str, data, test) -> tuple:
     return test, everything
 
 
-def train_run(settings: dict, vectorized: bool | None = None, progress: bool = True) -> dict:
+def train_run(settings: dict, vectorized: bool | None = None, progress: bool = True,
+              ranks: distributed.Ranks | None = None) -> dict | None:
     """Train one (run, seed) (resuming from its checkpoint if there is one) and write its outputs.
 
-    vectorized=None picks the faster path for the model and device (cohort.prefer_vectorized)."""
+    vectorized=None picks the faster path for the model and device (cohort.prefer_vectorized). With
+    `ranks` (torchrun), this process trains its block of each cohort (pipeline.distributed); rank 0 alone
+    evaluates, probes, checkpoints and writes, and returns the summary (the other ranks return None)."""
     key = settings["key"]
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    main_rank = ranks is None or ranks.is_main
+    device = distributed.device_for(ranks)
     data, test, dataset_sha = load_client_data(settings, device)
     spec = dataset_spec(settings["dataset"])
     model = build_model(settings["model"], spec.image_shape, spec.classes, settings["seed"],
@@ -272,11 +277,14 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
                                       "code": run_code_digest(hp["name"]),
                                       "device": device.type,
                                       "partition": load_partition(settings["partition"])["meta"]["clients_sha256"]})
-    checkpoint = load_checkpoint(key, digest, device)
+    # Rank 0 reads the checkpoint and sends it: the ranks of a multi-node run need not share a disk.
+    checkpoint = distributed.broadcast_from_main(ranks, load_checkpoint(key, digest, device) if main_rank else None,
+                                                 device, "reading the checkpoint")
     if checkpoint:
         state, history, seconds = checkpoint["state"], checkpoint["history"], checkpoint["seconds"]
         probe_seconds, probes = checkpoint["probe_seconds"], checkpoint["probes"]
-        print(f"{key}: resuming after round {len(history)} from {checkpoint_path(key, digest)}", flush=True)
+        if main_rank:
+            print(f"{key}: resuming after round {len(history)} from {checkpoint_path(key, digest)}", flush=True)
     else:
         state, history, seconds = initial_state(model, algorithm, len(data.clients), hp), [], []
         probe_seconds, probes = [], {"has_validation": data.has_validation()}
@@ -284,14 +292,14 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
     # The curves' evaluation set: the test set, or (TCE) the union of the clients' validation sets.
     on_validation = settings.get("evaluate_on") == "validation"
     curve_data, curve_index = curve_set(settings.get("evaluate_on", "test"), data, test)
-    bar = tqdm(total=settings["rounds"], initial=len(history), desc=key, disable=not progress,
+    bar = tqdm(total=settings["rounds"], initial=len(history), desc=key, disable=not (progress and main_rank),
                unit="round", dynamic_ncols=True)
     for round_ in range(len(history) + 1, settings["rounds"] + 1):
         if status == "diverged":
             break
         start = time.perf_counter()
         result = run_round(model, algorithm, hp, state, data, settings, round_, vectorized=vectorized,
-                           probe=is_probed(settings, round_))
+                           probe=main_rank and is_probed(settings, round_), ranks=ranks)
         record = {"round": round_, "train_loss": result.train_loss, "bytes_down": result.bytes_down,
                   "bytes_up": result.bytes_up, "test_accuracy": None, "test_loss": None,
                   "example_forgetting_events": result.example_events}
@@ -301,7 +309,7 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
             record["train_loss"] = None
         else:
             state = result.state
-            if round_ % settings["eval_every"] == 0 or round_ == settings["rounds"]:
+            if main_rank and (round_ % settings["eval_every"] == 0 or round_ == settings["rounds"]):
                 record["test_accuracy"], record["test_loss"] = evaluate(model, {**state["params"], **state["buffers"]},
                                                                         curve_data, curve_index)
         probe_start = time.perf_counter()
@@ -313,10 +321,12 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
         bar.update(1)
         if record["test_accuracy"] is not None:
             bar.set_postfix(acc=f"{record['test_accuracy']:.4f}")
-        if round_ % settings["checkpoint_every"] == 0 or status == "diverged":
+        if main_rank and (round_ % settings["checkpoint_every"] == 0 or status == "diverged"):
             save_checkpoint(key, digest, {"digest": digest, "state": state, "history": history, "seconds": seconds,
                                           "probe_seconds": probe_seconds, "probes": probes})
     bar.close()
+    if not main_rank:
+        return None
     final = {name: value.detach().cpu() for name, value in {**state["params"], **state["buffers"]}.items()}
     final_test_accuracy = None
     if on_validation and status == "ok":  # the TCE paper reports the last model on the test set
@@ -337,15 +347,32 @@ def main(argv=None) -> None:
                         help="how a cohort is trained: auto picks the faster for the model and device")
     args = parser.parse_args(argv)
     settings = seed_settings(read_resolved(args.run), args.seed)
+    clients = len(load_partition(settings["partition"])["train"])
+    cohort_size = min(clients, max(1, int(round(settings["client_fraction"] * clients))))  # clientdata.sample_cohort
+    launch = os.environ.get(distributed.LAUNCH_VARIABLE, "").strip()
+    if launch and not distributed.inside_torchrun():
+        distributed.check_launch(launch, cohort_size, settings["run"])
+        distributed.relaunch_under_torchrun(launch, sys.argv[1:] if argv is None else list(argv))
+        return
     threads = os.environ.get("FEDFORGET_THREADS", str(torch.get_num_threads()))
     if not threads.isdigit() or int(threads) < 1:
         raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
     torch.set_num_threads(int(threads))
     tune_allocator()
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
-    summary = train_run(settings, vectorized=vectorized, progress=not os.environ.get("CI"))
-    print(f"{settings['key']}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
-          f"rounds to target {summary['rounds_to_accuracy']}")
+    ranks = distributed.start()
+    try:
+        distributed.check_cohort_size(ranks, cohort_size, settings["run"])
+        summary = train_run(settings, vectorized=vectorized, progress=not os.environ.get("CI"), ranks=ranks)
+    except distributed.PeerLost:
+        if os.environ.get(distributed.QUIET_PEERS_VARIABLE):  # the launcher names the rank that failed
+            sys.exit(3)
+        raise
+    finally:
+        distributed.stop(ranks)
+    if summary is not None:
+        print(f"{settings['key']}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
+              f"rounds to target {summary['rounds_to_accuracy']}")
 
 
 if __name__ == "__main__":
