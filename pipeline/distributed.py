@@ -23,6 +23,7 @@ import io
 import logging
 import os
 import shlex
+import signal
 import socket
 import sys
 import time
@@ -35,6 +36,8 @@ from pipeline.errors import UserError
 
 LAUNCH_VARIABLE = "FEDFORGET_TORCHRUN"  # torchrun's options; set, the train command relaunches itself under it
 QUIET_PEERS_VARIABLE = "FEDFORGET_LAUNCHED"  # set for the workers of relaunch_under_torchrun
+USER_ERROR_EXIT = 2  # pipeline.errors.exit_on_user_error's code
+PEER_LOST_EXIT = 3  # a worker that only lost its peers, under relaunch_under_torchrun
 TIMEOUT_VARIABLE = "FEDFORGET_DIST_TIMEOUT"  # seconds to wait for the rendezvous and for each collective
 
 
@@ -55,7 +58,8 @@ def inside_torchrun() -> bool:
 
 
 def timeout() -> datetime.timedelta:
-    text = os.environ.get(TIMEOUT_VARIABLE, "300")
+    # Long enough for rank 0's evaluation, probes and checkpoint between two gathers (the others wait).
+    text = os.environ.get(TIMEOUT_VARIABLE, "1800")
     try:
         seconds = float(text)
     except ValueError:
@@ -76,6 +80,9 @@ def start() -> Ranks | None:
     address = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
+        if local_rank >= torch.cuda.device_count():
+            raise UserError(f"torchrun: local rank {local_rank} has no GPU of its own (this node has "
+                            f"{torch.cuda.device_count()}); allowed: --nproc-per-node up to the GPU count")
         torch.cuda.set_device(local_rank)
     try:
         if rank != 0 and "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ:
@@ -83,8 +90,8 @@ def start() -> Ranks | None:
         dist.init_process_group(backend, timeout=timeout())
     except (ValueError, RuntimeError) as error:  # no MASTER_ADDR, nobody listening, a rank that never came
         first = (str(error).strip().splitlines() or ["no reason given"])[0]
-        raise UserError(f"torch.distributed: rank {rank} of {size} found no rendezvous at {address} within "
-                        f"{timeout().total_seconds():g} s ({first}); start every rank with torchrun, "
+        raise UserError(f"torch.distributed: rank {rank} of {size}: the rendezvous at {address} did not complete "
+                        f"within {timeout().total_seconds():g} s ({first}); start every rank with torchrun, "
                         f"or set MASTER_ADDR/MASTER_PORT to a reachable rank 0") from None
     return Ranks(rank, size, local_rank)
 
@@ -101,6 +108,44 @@ def wait_for_rank_0(host: str, port: int, seconds: float) -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"nothing answered: {error}") from None
             time.sleep(0.2)
+
+
+def quiet_worker() -> bool:
+    """Under torchrun, a mistake every rank meets (a bad setting, a missing file) is said once per node,
+    by its local rank 0; the others exit with the same code and no message."""
+    return inside_torchrun() and os.environ.get("LOCAL_RANK", "0") != "0"
+
+
+def state_digest(state: dict) -> str:
+    """sha256 over the server state's tensors (names sorted), to check that the ranks agree."""
+    import hashlib
+
+    digest = hashlib.sha256()
+
+    def add(prefix, tree):
+        if isinstance(tree, dict):
+            for key in sorted(tree, key=str):
+                add(f"{prefix}/{key}", tree[key])
+        elif isinstance(tree, (list, tuple)):
+            for i, item in enumerate(tree):
+                add(f"{prefix}/{i}", item)
+        elif torch.is_tensor(tree):
+            digest.update(prefix.encode())
+            digest.update(tree.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    add("", state)
+    return digest.hexdigest()
+
+
+def check_agreement(ranks: Ranks | None, state: dict, round_: int, device: torch.device) -> None:
+    """Every rank holds its own copy of the server state, equal only if every rank computes bit for bit
+    the same (true on CPU; on GPUs only with deterministic kernels): a drift is stopped, not trained on."""
+    if ranks is None:
+        return
+    digests = all_gather(ranks, state_digest(state), device, f"comparing the ranks' states after round {round_}")
+    if len(set(digests)) > 1:
+        raise UserError(f"torch.distributed: the ranks' server states differ after round {round_} "
+                        "(non-deterministic kernels on this device?); set torch.use_deterministic_algorithms "
+                        "and CUBLAS_WORKSPACE_CONFIG=:4096:8, or train this run in one process")
 
 
 def stop(ranks: Ranks | None) -> None:
@@ -185,20 +230,31 @@ def launch_arguments(options: str, argv: list[str]):
                         "'--nproc-per-node 2' (see `torchrun --help`)") from None
 
 
-def check_launch(options: str, cohort_size: int, run: str) -> None:
-    """Before starting any process: a fixed process count larger than the cohort is refused here, once."""
+def fit_launch(options: str, cohort_size: int, run: str) -> str | None:
+    """FEDFORGET_TORCHRUN's options for a run whose cohort is `cohort_size` a round. It applies to every
+    train stage of a `dvc repro`, and some runs have smaller cohorts than others (FedWAvg's centralised
+    runs: one client): on one node the process count is cut to the cohort, with a note, and to one plain
+    process (None) for a cohort of one. Across nodes it cannot be cut: too many processes is an error."""
     args = launch_arguments(options, [])
-    per_node, nodes = str(args.nproc_per_node), str(args.nnodes).split(":")[-1]
-    if per_node.isdigit() and nodes.isdigit():
-        if int(per_node) < 1:
-            raise UserError(f"{LAUNCH_VARIABLE}: --nproc-per-node {per_node} is not allowed; expected >= 1")
+    per_node, nodes = str(args.nproc_per_node), str(args.nnodes).split(":")[0]  # elastic "1:2": its minimum
+    if not (per_node.isdigit() and nodes.isdigit()):  # "auto", "gpu": the workers check (check_cohort_size)
+        return options
+    if int(per_node) < 1:
+        raise UserError(f"{LAUNCH_VARIABLE}: --nproc-per-node {per_node} is not allowed; expected >= 1")
+    if int(nodes) > 1 or int(per_node) <= cohort_size:
         check_cohort_size(Ranks(0, int(per_node) * int(nodes), 0), cohort_size, run)
+        return options
+    print(f"note: run {run} trains {cohort_size} client{'s' * (cohort_size > 1)} a round: "
+          f"{cohort_size} process{'es' * (cohort_size > 1)}, not the {per_node} {LAUNCH_VARIABLE} asks for",
+          flush=True)
+    return None if cohort_size == 1 else f"{options} --nproc-per-node {cohort_size}"  # argparse: the last wins
 
 
 def relaunch_under_torchrun(options: str, argv: list[str]) -> None:
     """Run `python -m pipeline.train argv` under torchrun with `options` (FEDFORGET_TORCHRUN), in this
     process (torch.distributed.run), so a failed rank becomes one line naming it."""
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.rendezvous.api import RendezvousError
     from torch.distributed.run import run
 
     args = launch_arguments(options, argv)
@@ -210,18 +266,35 @@ def relaunch_under_torchrun(options: str, argv: list[str]) -> None:
     try:
         run(args)
     except ChildFailedError as error:
-        rank, failure = error.get_first_failure()
-        others = " (the other ranks were stopped)" if args.nproc_per_node != "1" else ""
-        raise UserError(f"torchrun: rank {rank} {describe_exit(failure.exitcode)}{others}; no outputs were "
-                        "written (a rerun resumes from the last checkpoint)") from None
+        codes = {rank: failure.exitcode for rank, failure in error.failures.items()}
+        if codes.get(0) == USER_ERROR_EXIT:  # rank 0 printed the user's mistake; the others kept quiet
+            sys.exit(USER_ERROR_EXIT)
+        raise UserError(f"torchrun: {first_failure(codes)}; no outputs were written (a rerun resumes from the "
+                        "last checkpoint)") from None
+    except RendezvousError as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UserError(f"torchrun: the rendezvous at {args.rdzv_endpoint or 'this node'} ({args.rdzv_backend}) "
+                        f"did not complete: {first}") from None
     finally:
         os.environ.pop(QUIET_PEERS_VARIABLE, None)
     sys.stdout.flush()
 
 
+def first_failure(codes: dict[int, int]) -> str:
+    """The rank to blame. When one rank fails, torchrun stops the others with SIGTERM, and a worker that
+    saw its peers go exits with PEER_LOST_EXIT; torch orders failures by whole seconds only, so one of
+    those could come first. Blame a rank that failed on its own (the lowest, if several)."""
+    stopped = (PEER_LOST_EXIT, -signal.SIGTERM)
+    own = {rank: code for rank, code in codes.items() if code not in stopped} or codes
+    rank = min(own)
+    others = " (the other ranks were stopped)" if len(codes) > 1 or rank != 0 else ""
+    if own[rank] == USER_ERROR_EXIT:
+        return f"rank {rank} exited with code 2, an error in its input{others}"
+    return f"rank {rank} {describe_exit(own[rank])}{others}"
+
+
 def describe_exit(code: int) -> str:
     if code < 0:
-        import signal
         try:
             return f"was killed by {signal.Signals(-code).name}"
         except ValueError:

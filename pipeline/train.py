@@ -321,6 +321,8 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
         bar.update(1)
         if record["test_accuracy"] is not None:
             bar.set_postfix(acc=f"{record['test_accuracy']:.4f}")
+        if round_ % settings["checkpoint_every"] == 0 or status == "diverged":
+            distributed.check_agreement(ranks, state, round_, device)
         if main_rank and (round_ % settings["checkpoint_every"] == 0 or status == "diverged"):
             save_checkpoint(key, digest, {"digest": digest, "state": state, "history": history, "seconds": seconds,
                                           "probe_seconds": probe_seconds, "probes": probes})
@@ -340,6 +342,19 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
 
 @exit_on_user_error
 def main(argv=None) -> None:
+    try:
+        train_command(argv)
+    except distributed.PeerLost:
+        if os.environ.get(distributed.QUIET_PEERS_VARIABLE):  # the launcher names the rank that failed
+            sys.exit(distributed.PEER_LOST_EXIT)
+        raise
+    except UserError:
+        if distributed.quiet_worker():  # rank 0 says it, once
+            sys.exit(distributed.USER_ERROR_EXIT)
+        raise
+
+
+def train_command(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", help="a key of `runs` in params.yaml")
     parser.add_argument("--seed", type=int, required=True, help="one of the run's seeds")
@@ -351,9 +366,10 @@ def main(argv=None) -> None:
     cohort_size = min(clients, max(1, int(round(settings["client_fraction"] * clients))))  # clientdata.sample_cohort
     launch = os.environ.get(distributed.LAUNCH_VARIABLE, "").strip()
     if launch and not distributed.inside_torchrun():
-        distributed.check_launch(launch, cohort_size, settings["run"])
-        distributed.relaunch_under_torchrun(launch, sys.argv[1:] if argv is None else list(argv))
-        return
+        launch = distributed.fit_launch(launch, cohort_size, settings["run"])
+        if launch is not None:
+            distributed.relaunch_under_torchrun(launch, sys.argv[1:] if argv is None else list(argv))
+            return
     threads = os.environ.get("FEDFORGET_THREADS", str(torch.get_num_threads()))
     if not threads.isdigit() or int(threads) < 1:
         raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
@@ -364,10 +380,6 @@ def main(argv=None) -> None:
     try:
         distributed.check_cohort_size(ranks, cohort_size, settings["run"])
         summary = train_run(settings, vectorized=vectorized, progress=not os.environ.get("CI"), ranks=ranks)
-    except distributed.PeerLost:
-        if os.environ.get(distributed.QUIET_PEERS_VARIABLE):  # the launcher names the rank that failed
-            sys.exit(3)
-        raise
     finally:
         distributed.stop(ranks)
     if summary is not None:

@@ -1,9 +1,11 @@
 """One run on two processes (torchrun, gloo on CPU): the metrics, curves, probes and final model are
-byte-identical to the same run in one process, for FedAvg (C < 1, example-forgetting events, a CNN
-trained one client at a time), FedCurv (per-client store) and SCAFFOLD (per-client control variates).
-A rank killed mid-run is named in one line, leaves no outputs, and a rerun resumes from the checkpoint
-to the same result. Bad launches (more processes than the cohort, no rendezvous, options torchrun
-does not know) are one-line errors."""
+byte-identical to the same run in one process, for FedAvg (C < 1 with example-forgetting events; a
+BatchNorm CNN trained one client at a time), FedCurv (per-client store), SCAFFOLD (per-client control
+variates), FedNova, FedWAvg (its server step evaluates the gathered local models) and Importance with
+RWalk (a per-client trajectory tracker). FEDFORGET_TORCHRUN asking for more processes than a cohort
+trains with as many as the cohort has. A rank killed mid-run is named in one line, leaves no outputs, and a
+rerun resumes from the checkpoint to the same result. Bad launches (more processes than the cohort,
+no rendezvous, options torchrun does not know) are one-line errors."""
 from __future__ import annotations
 
 import os
@@ -31,6 +33,9 @@ RUNS = {
     "fedavg_cnn": {**BASE, "model": "cnn_fedavg_bn", "rounds": 2, "probe_rounds": [2], "algorithm": {"name": "fedavg"}},
     "fedcurv": {**BASE, "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"}},
     "scaffold": {**BASE, "algorithm": {"name": "scaffold"}},
+    "fednova": {**BASE, "algorithm": {"name": "fednova"}},
+    "fedwavg": {**BASE, "algorithm": {"name": "fedwavg", "alpha": 0.3, "period": 1}},
+    "rwalk": {**BASE, "algorithm": {"name": "importance", "lambda": 10.0, "importance": "rwalk"}},
     "long_fedcurv": {**BASE, "rounds": 60, "local_epochs": 2, "checkpoint_every": 2,
                      "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"}},
 }
@@ -86,14 +91,19 @@ def test_ranks_hold_contiguous_balanced_blocks_that_cover_the_cohort():
             assert max(map(len, blocks)) - min(map(len, blocks)) <= 1 and min(map(len, blocks)) >= 1
 
 
-@pytest.mark.parametrize("name", ["fedavg_events", "fedavg_cnn", "fedcurv", "scaffold"])
-def test_two_processes_give_byte_identical_outputs(repo, name):
+@pytest.mark.parametrize("name, env", [(name, TWO) for name in ("fedavg_events", "fedavg_cnn", "fedcurv", "scaffold",
+                                                                    "fednova", "fedwavg", "rwalk")]
+                         + [("fedavg_events", {"FEDFORGET_TORCHRUN": "--nproc-per-node 4"})],
+                         ids=lambda value: value if isinstance(value, str) else value["FEDFORGET_TORCHRUN"][-1])
+def test_several_processes_give_byte_identical_outputs(repo, name, env):
     key = f"fedcurv_{name}"
     fresh(repo, key)
     train(repo, key)
     one = outputs(repo.root, key)
     fresh(repo, key)
-    result = train(repo, key, TWO)
+    result = train(repo, key, env)
+    if env["FEDFORGET_TORCHRUN"].endswith("4"):  # C = 0.5 of 6 clients: three processes, one client each
+        assert "note: run fedcurv_fedavg_events trains 3 clients a round: 3 processes, not the 4" in result.stdout
     two = outputs(repo.root, key)
     assert sorted(two["files"]) == sorted(one["files"])
     assert "forgetting/round_2.json" in one["files"]  # the probes ran (on rank 0 only)
@@ -147,6 +157,21 @@ def test_a_killed_rank_is_named_leaves_no_outputs_and_the_rerun_resumes_to_the_s
     assert outputs(repo.root, key) == uninterrupted
 
 
+def test_plain_torchrun_with_more_processes_than_the_cohort_says_so_once(repo):
+    """torchrun prints its own report (and traceback) of the failed workers; of ours, one line (local rank 0's)."""
+    key = "fedcurv_fedavg_events"
+    fresh(repo, key)
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4", "-m",
+                             "pipeline.train", key, "--seed", "0"], cwd=repo.root, env=repo.env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode != 0
+    ours = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
+    assert ours == ["error: torchrun: 4 processes exceed run fedcurv_fedavg_events's cohort of 3 clients a round; "
+                    "allowed: 1 to 3 processes (--nproc-per-node x --nnodes)"]
+    assert "pipeline/train.py\", line" not in result.stderr  # torchrun's own traceback only, none of ours
+    assert not run_dir(repo.root, key).exists()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -154,17 +179,22 @@ def free_port() -> int:
 
 
 @pytest.mark.parametrize("env, expected", [
-    ({"FEDFORGET_TORCHRUN": "--nproc-per-node 4"},  # fedavg_events: C = 0.5 of 6 clients, cohorts of 3
+    ({"FEDFORGET_TORCHRUN": "--nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:PORT"},
      "torchrun: 4 processes exceed run fedcurv_fedavg_events's cohort of 3 clients a round; allowed: 1 to 3"),
     ({"FEDFORGET_TORCHRUN": "--no-such-option 2"}, "FEDFORGET_TORCHRUN: '--no-such-option 2' are not torchrun options"),
-    ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "PORT",
-      "FEDFORGET_DIST_TIMEOUT": "3"}, "torch.distributed: rank 1 of 2 found no rendezvous at 127.0.0.1:"),
-    ({"RANK": "1", "WORLD_SIZE": "2"}, "torch.distributed: rank 1 of 2 found no rendezvous at ?:?"),
-], ids=["more-processes-than-cohort", "bad-options", "nobody-at-the-rendezvous", "no-rendezvous-address"])
+    ({"FEDFORGET_TORCHRUN": "--nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:PORT "
+                            "--rdzv-conf join_timeout=3"},
+     "torchrun: the rendezvous at 127.0.0.1:"),
+    ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "PORT",
+      "FEDFORGET_DIST_TIMEOUT": "3"}, "torch.distributed: rank 1 of 2: the rendezvous at 127.0.0.1:"),
+    ({"RANK": "1", "WORLD_SIZE": "2"}, "torch.distributed: rank 1 of 2: the rendezvous at ?:? did not complete"),
+], ids=["more-processes-than-cohort-on-two-nodes", "bad-options", "second-node-never-comes", "nobody-at-rank-0",
+        "no-rendezvous-address"])
 def test_bad_launches_are_one_line_errors_without_outputs(repo, env, expected):
     key = "fedcurv_fedavg_events"
     fresh(repo, key)
-    env = {k: (str(free_port()) if v == "PORT" else v) for k, v in env.items()}
+    port = str(free_port())
+    env = {k: v.replace("PORT", port) for k, v in env.items()}
     result = train(repo, key, env, check=False, timeout=120)
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.strip()]
