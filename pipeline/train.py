@@ -2,6 +2,8 @@
 probes) + data/models/<run>-seed<s>.pt.
 
     python -m pipeline.train RUN --seed S [--path auto|vectorized|sequential]
+    torchrun --nproc-per-node N -m pipeline.train RUN --seed S     # the cohort split over N processes
+    FEDFORGET_TORCHRUN="--nproc-per-node N" python -m pipeline.train RUN --seed S   # the same (pipeline.distributed)
 
 The run's settings come from resolved/<run>.json (the resolve stage), not from params.yaml, so that a
 stage reruns only when its own run's settings change.
