@@ -169,9 +169,14 @@ def generator_for(*keys: int) -> torch.Generator:
     return torch.Generator().manual_seed(derived_seed(*keys))
 
 
+def cohort_size(num_clients: int, fraction: float) -> int:
+    """How many clients a round samples: max(1, round(C·K)), at most K."""
+    return min(num_clients, max(1, int(round(fraction * num_clients))))
+
+
 def sample_cohort(num_clients: int, fraction: float, seed: int, round_: int) -> list[int]:
-    """max(1, round(C·K)) distinct clients, chosen from (seed, round) only; C = 1 means all."""
-    count = max(1, int(round(fraction * num_clients)))
+    """cohort_size distinct clients, chosen from (seed, round) only; C = 1 means all."""
+    count = cohort_size(num_clients, fraction)
     if count >= num_clients:
         return list(range(num_clients))
     chosen = torch.randperm(num_clients, generator=generator_for(seed, round_, COHORT_STREAM))[:count]

@@ -40,7 +40,7 @@ from tqdm import tqdm
 
 from pipeline import distributed, forgetting
 from pipeline.algorithms import get_algorithm
-from pipeline.clientdata import ClientData, input_scaling_stats
+from pipeline.clientdata import ClientData, cohort_size, input_scaling_stats
 from pipeline.cohort import prefer_vectorized, tune_allocator
 from pipeline.datasets import dataset_spec, load_prepared, prepared_path
 from pipeline.errors import UserError, exit_on_user_error
@@ -364,11 +364,10 @@ def train_command(argv=None) -> None:
                         help="how a cohort is trained: auto picks the faster for the model and device")
     args = parser.parse_args(argv)
     settings = seed_settings(read_resolved(args.run), args.seed)
-    clients = len(load_partition(settings["partition"])["train"])
-    cohort_size = min(clients, max(1, int(round(settings["client_fraction"] * clients))))  # clientdata.sample_cohort
+    per_round = cohort_size(len(load_partition(settings["partition"])["train"]), settings["client_fraction"])
     launch = os.environ.get(distributed.LAUNCH_VARIABLE, "").strip()
     if launch and not distributed.inside_torchrun():
-        launch = distributed.fit_launch(launch, cohort_size, settings["run"])
+        launch = distributed.fit_launch(launch, per_round, settings["run"])
         if launch is not None:
             distributed.relaunch_under_torchrun(launch, sys.argv[1:] if argv is None else list(argv))
             return
@@ -380,7 +379,7 @@ def train_command(argv=None) -> None:
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
     ranks = distributed.start()
     try:
-        distributed.check_cohort_size(ranks, cohort_size, settings["run"])
+        distributed.check_cohort_size(ranks, per_round, settings["run"])
         summary = train_run(settings, vectorized=vectorized, progress=not os.environ.get("CI"), ranks=ranks)
     finally:
         distributed.stop(ranks)
