@@ -188,9 +188,16 @@ def write_outputs(settings: dict, history: list[dict], status: str, seconds: lis
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp_dir, out_dir)
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
-    with atomic_path(MODELS_DIR / f"{key}.pt") as tmp:
-        torch.save(final_state, tmp)
+    save_model(final_state, MODELS_DIR / f"{key}.pt")
     return summary
+
+
+def save_model(state: dict, path: Path) -> None:
+    """torch.save through an open file: given a path, torch names the archive's folder after the file,
+    here the temporary one with its random suffix, so the same tensors gave different bytes (and a new
+    DVC hash) on every run; through a file object the folder is always `archive`."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        torch.save(state, handle)
 
 
 def timing(seconds: list[float], probe_seconds: list[float]) -> dict:
