@@ -80,8 +80,7 @@ def checkpoint_path(key: str, digest: str) -> Path:
 
 def save_checkpoint(key: str, digest: str, payload: dict) -> None:
     path = checkpoint_path(key, digest)
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+    save_torch(payload, path)
     for stale in CHECKPOINT_DIR.glob(f"{key}-*.pt"):
         if stale != path:
             stale.unlink(missing_ok=True)
@@ -188,16 +187,16 @@ def write_outputs(settings: dict, history: list[dict], status: str, seconds: lis
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp_dir, out_dir)
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
-    save_model(final_state, MODELS_DIR / f"{key}.pt")
+    save_torch(final_state, MODELS_DIR / f"{key}.pt")
     return summary
 
 
-def save_model(state: dict, path: Path) -> None:
-    """torch.save through an open file: given a path, torch names the archive's folder after the file,
-    here the temporary one with its random suffix, so the same tensors gave different bytes (and a new
-    DVC hash) on every run; through a file object the folder is always `archive`."""
+def save_torch(obj, path: Path) -> None:
+    """torch.save, atomically, through an open file: given a path, torch names the archive's folder after
+    the file, here the temporary one with its random suffix, so the same tensors gave different bytes (and
+    a new DVC hash for a model) on every run; through a file object the folder is always `archive`."""
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        torch.save(state, handle)
+        torch.save(obj, handle)
 
 
 def timing(seconds: list[float], probe_seconds: list[float]) -> dict:

@@ -115,13 +115,13 @@ def test_a_saved_model_has_the_same_bytes_whatever_the_file_it_goes_to(tmp_path)
     temporary file) must give the same bytes, or every rerun would record a new model."""
     import torch
 
-    from pipeline.train import save_model
+    from pipeline.train import save_torch
 
     state = {"0.weight": torch.arange(6.0).reshape(2, 3), "0.bias": torch.tensor([0.5, -1.0])}
     first, second = tmp_path / "a" / "run-seed0.pt", tmp_path / "b" / "other-seed1.pt"
     for path in (first, second):
         path.parent.mkdir()
-        save_model(state, path)
+        save_torch(state, path)
     assert first.read_bytes() == second.read_bytes()
     loaded = torch.load(second)
     assert loaded.keys() == state.keys() and all(torch.equal(loaded[k], state[k]) for k in state)
