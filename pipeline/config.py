@@ -145,6 +145,13 @@ def check_runs(params):
 DEPENDENT_SETTINGS = {"norm": ("model",), "evaluate_on": ("partition",), "model": ("partition",)}
 
 
+def changed_scalings(scaled: dict) -> dict:
+    """The entries of a run's resolved `scaled` record whose value differs from the paper's. A scaled
+    block may repeat a paper value to undo one it inherits (fedwavg_long keeps the paper's E = 10 over
+    fedwavg_scaled's 2); that is no scaling, and the plan and the reports do not list it as one."""
+    return {k: v for k, v in scaled.items() if v["paper"] != v["used"]}
+
+
 def scaled_conflicts(path: str, run, params) -> list[str]:
     """Problems of the default profile's merged settings on a key that depends on a scaled one."""
     from pipeline.runs import check_run_values, deep_merge, scaled_keys

@@ -14,7 +14,7 @@ import argparse
 import signal
 
 from pipeline import cost
-from pipeline.config import PROFILES, derive_grid, load_checked_params
+from pipeline.config import PROFILES, changed_scalings, derive_grid, load_checked_params
 from pipeline.errors import exit_on_user_error
 from pipeline.runs import resolve_run
 
@@ -77,7 +77,7 @@ def main(argv=None) -> None:
             for name, value in sorted(settings.items()):
                 if name not in ("key", "scaled"):
                     print(f"    {name}: {value}")
-            for name, change in sorted(settings["scaled"].items()):
+            for name, change in sorted(changed_scalings(settings["scaled"]).items()):
                 print(f"    scaled {name}: paper {change['paper']} -> {change['used']}")
     print(total_line(estimates, throughput))
 

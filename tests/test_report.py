@@ -279,6 +279,16 @@ def test_table1_has_no_diff_where_the_setting_is_not_the_papers(workdir):
     assert f"{NO_DIFF} = our setting differs" in markdown
 
 
+def test_a_scaled_block_that_repeats_the_papers_value_is_not_called_a_scaling(workdir):
+    # fedwavg_long's scaled block sets local_epochs back to the paper's 10 over an inherited 2.
+    scaled = {"local_epochs": {"paper": 50, "used": 50}, "model": {"paper": "cnn_mnist", "used": "mlp_200"}}
+    write_table1_run(workdir, "fedcurv", 50, {"0.9": 5}, scaled=scaled)
+    _, out = build(workdir, profile="default")
+    markdown = (out / "table1.md").read_text()
+    assert "scaled (default profile) for 1 run(s): model cnn_mnist -> mlp_200\n" in markdown
+    assert "local_epochs 50 -> 50" not in markdown
+
+
 def test_table1_labels_come_from_the_runs_settings(workdir):
     write_run(workdir, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 5})
     write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.003}, 10, {"0.9": 5})

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.config import changed_scalings
 from pipeline.io import atomic_path, write_text
 from pipeline.report.seeds import K_LAST, Comparison, compare, has_value, last_k_mean, mean_sd
 
@@ -335,7 +336,7 @@ def scaled_note(results: dict[str, SeededRun]) -> list[str]:
     """One line per distinct scaling, naming the keys the default profile changed and their values."""
     seen = {}
     for result in results.values():
-        scaled = result.scaled
+        scaled = changed_scalings(result.scaled)
         if scaled:
             text = ", ".join(f"{k} {v['paper']} -> {v['used']}" for k, v in sorted(scaled.items()))
             seen.setdefault(text, []).append(result.key)
