@@ -76,3 +76,13 @@ def test_plan_lists_every_run_of_the_paper_profile(paper_params):
     # Every (run, seed) pair is a stage of its own, one per seed the run lists.
     assert len(grid["runs"]) == sum(len(resolve_run(paper_params, run)["seeds"]) for run in listed)
     assert "R=200" in result.stdout and "cnn_mnist" in result.stdout
+
+
+def test_plan_verbose_lists_only_the_keys_the_default_profile_changed():
+    # fedwavg_long's scaled block sets local_epochs back to the paper's 10 over fedwavg_scaled's 2:
+    # no scaling, so not listed as one; its rounds (1000 -> 20) are.
+    result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "default", "--verbose"],
+                            cwd=REPO, capture_output=True, text=True, check=True)
+    block = result.stdout.split("fedwavg_long_c28_fedavg ", 1)[1].split("\nfedwavg_", 1)[0]
+    assert "scaled rounds: paper 1000 -> 20" in block
+    assert "scaled local_epochs" not in block and "    local_epochs: 10" in block

@@ -289,6 +289,13 @@ def test_a_scaled_block_that_repeats_the_papers_value_is_not_called_a_scaling(wo
     assert "local_epochs 50 -> 50" not in markdown
 
 
+def test_a_run_whose_scaled_block_only_repeats_the_papers_values_is_compared_with_the_paper(workdir):
+    write_table1_run(workdir, "fedcurv", 50, {"0.9": 5}, scaled={"local_epochs": {"paper": 50, "used": 50}})
+    _, out = build(workdir, profile="default")
+    curv = table1_row(read_csv(out / "table1.csv"), "fedcurv")
+    assert (curv["E=50 90% ours"], curv["E=50 90% paper"], curv["E=50 90% diff"]) == ("5 (n=1)", "9", "-4")
+
+
 def test_table1_labels_come_from_the_runs_settings(workdir):
     write_run(workdir, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 5})
     write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.003}, 10, {"0.9": 5})

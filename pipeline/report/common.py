@@ -150,7 +150,7 @@ class SeededRun:
     def matches_paper(self, algorithm: dict | None = None) -> bool:
         """The run's settings are the paper's: nothing scaled, and the algorithm's hyperparameters named
         in `algorithm` (e.g. {"mu": 1e-5}) are the paper's values."""
-        if self.scaled:
+        if changed_scalings(self.scaled):
             return False
         ours = self.settings.get("algorithm") or {}
         for name, value in (algorithm or {}).items():
