@@ -169,3 +169,24 @@ def test_freezing_that_helps_by_ten_points_or_more_fails_the_claim(tmp_path, mon
     monkeypatch.setattr(fedwavg, "RUNS_DIR", tmp_path / "reports" / "runs")
     claims = {c.id: c for c in fedwavg.build(results, PUBLISHED, tmp_path / "out", "default")}
     assert claims["fig3_freeze"].status == "failed"  # helps by 20 points
+
+
+
+def test_a_long_curve_label_with_the_seeds_note_stays_inside_the_figure():
+    # Figure 2's label beside the seeds' note ran off the figure's left edge when it was one line.
+    import matplotlib.pyplot as plt
+
+    from pipeline.report.common import RunResult, SeededRun, curves_figure
+    from pipeline.report.fedwavg import CURVE_LABEL
+
+    seeds = [RunResult("fedwavg_long_c28_fedwavg", s, {}, {}, [1, 2, 3], [0.4, 0.45 + s / 100, 0.43]) for s in range(3)]
+    fig = curves_figure("FedWAvg Figure 2: test accuracy, 2:8 clusters", [("FedWAvg", SeededRun("r", seeds))], [],
+                        (0.0, 1.0), CURVE_LABEL)
+    try:
+        fig.canvas.draw()
+        label = fig.axes[0].yaxis.label
+        assert "band: min" in label.get_text()
+        box, frame = label.get_window_extent(), fig.bbox
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, (box, frame)
+    finally:
+        plt.close(fig)

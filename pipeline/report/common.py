@@ -431,6 +431,17 @@ def mean_curve(run: SeededRun) -> tuple[list[int], list[float], list[float], lis
 def plot_curves(path: Path, title: str, series: list[tuple[str, SeededRun]], targets: list[float],
                 ylim: tuple[float, float] = (0.5, 1.0), ylabel: str = "test accuracy") -> None:
     """One mean curve per run over its seeds, shaded between the seeds' min and max; legends say n."""
+    import matplotlib.pyplot as plt
+
+    fig = curves_figure(title, series, targets, ylim, ylabel)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
+    plt.close(fig)
+
+
+def curves_figure(title: str, series: list[tuple[str, SeededRun]], targets: list[float],
+                  ylim: tuple[float, float], ylabel: str):
+    """plot_curves' figure, not yet saved."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -445,13 +456,13 @@ def plot_curves(path: Path, title: str, series: list[tuple[str, SeededRun]], tar
     for target in targets:
         ax.axhline(target, color="grey", linewidth=0.6, linestyle=":")
     ax.set_xlabel("round")
-    ax.set_ylabel(ylabel + (" (mean over seeds, band: min–max)" if any(r.n > 1 for _, r in series) else ""))
+    # The seeds' note on a line of its own: beside a long label ("test accuracy on the clusters'
+    # classes") it ran off the figure's edge.
+    ax.set_ylabel(ylabel + ("\n(mean over seeds, band: min–max)" if any(r.n > 1 for _, r in series) else ""))
     ax.set_ylim(*ylim)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     if series:
         ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    return fig
