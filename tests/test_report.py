@@ -280,7 +280,7 @@ def test_table1_has_no_diff_where_the_setting_is_not_the_papers(workdir):
 
 
 def test_a_scaled_block_that_repeats_the_papers_value_is_not_called_a_scaling(workdir):
-    # As fedwavg_t2_c28_fedavg's scaled block sets local_epochs back to the paper's 5 over an inherited 2.
+    # A scaled block may repeat the paper's value (one that overrides an inherited scaling, say).
     scaled = {"local_epochs": {"paper": 50, "used": 50}, "model": {"paper": "cnn_mnist", "used": "mlp_200"}}
     write_table1_run(workdir, "fedcurv", 50, {"0.9": 5}, scaled=scaled)
     _, out = build(workdir, profile="default")

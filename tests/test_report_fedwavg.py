@@ -171,7 +171,6 @@ def test_freezing_that_helps_by_ten_points_or_more_fails_the_claim(tmp_path, mon
     assert claims["fig3_freeze"].status == "failed"  # helps by 20 points
 
 
-
 def test_a_long_curve_label_with_the_seeds_note_stays_inside_the_figure():
     # Figure 2's label beside the seeds' note ran off the figure's left edge when it was one line.
     import matplotlib.pyplot as plt
