@@ -144,8 +144,9 @@ def write_prepared(name: str, arrays: dict) -> None:
     })
 
 
-def load_prepared(name: str, overrides: dict | None = None) -> dict:
-    """Read data/prepared/<name>.npz, checked against the checksum recorded when it was written."""
+def load_prepared(name: str, overrides: dict | None = None, with_sha256: bool = False):
+    """Read data/prepared/<name>.npz, checked against the checksum recorded when it was written. With
+    `with_sha256`, (arrays, that checksum): hashing the file again costs 0.35 s for CIFAR-10."""
     path = prepared_path(name)
     sidecar = path.with_suffix(".json")
     if not path.is_file() or not sidecar.is_file():
@@ -158,7 +159,7 @@ def load_prepared(name: str, overrides: dict | None = None) -> dict:
                         f"(truncated or changed); rerun `dvc repro -f download@{name}`")
     arrays = read_npz(path)
     validate_arrays(arrays, dataset_spec(name, overrides), str(path))
-    return arrays
+    return (arrays, recorded) if with_sha256 else arrays
 
 
 @exit_on_user_error

@@ -40,12 +40,12 @@ from tqdm import tqdm
 
 from pipeline import distributed, forgetting
 from pipeline.algorithms import get_algorithm
-from pipeline.clientdata import ClientData, cohort_size, input_scaling_stats
+from pipeline.clientdata import ClientData, cached_scaling_stats, cohort_size
 from pipeline.cohort import prefer_vectorized, tune_allocator
-from pipeline.datasets import dataset_spec, load_prepared, prepared_path
+from pipeline.datasets import dataset_spec, load_prepared
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.fingerprint import run_code_digest
-from pipeline.io import atomic_path, sha256_file, write_json
+from pipeline.io import atomic_path, write_json
 from pipeline.metrics import evaluate, rounds_to_accuracy
 from pipeline.models import build_model, has_batch_norm
 from pipeline.partition import load_partition
@@ -60,11 +60,10 @@ CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up", 
 
 def load_client_data(settings: dict, device: torch.device) -> tuple[ClientData, ClientData, str]:
     dataset = settings["dataset"]
-    arrays = load_prepared(dataset, settings.get("dataset_options"))
-    dataset_sha = sha256_file(prepared_path(dataset))
+    arrays, dataset_sha = load_prepared(dataset, settings.get("dataset_options"), with_sha256=True)
     partition = load_partition(settings["partition"], dataset_sha)
     x = torch.from_numpy(arrays["x_train"]).to(device)
-    mean, std = input_scaling_stats(x, settings["input_scaling"])
+    mean, std = cached_scaling_stats(x, settings["input_scaling"], dataset_sha)
     classes = dataset_spec(dataset).classes
     clients = [torch.from_numpy(p).to(device) for p in partition["train"]]
     val_clients = [torch.from_numpy(p).to(device) for p in partition["val"]]
@@ -277,7 +276,7 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
     algorithm = get_algorithm(settings["algorithm"]["name"])
     hp = settings["algorithm"]
     if vectorized is None:
-        vectorized = prefer_vectorized(model, device)
+        vectorized = prefer_vectorized(model, device, cohort_size(len(data.clients), settings["client_fraction"]))
     if vectorized and has_batch_norm(model):
         raise UserError(f"--path vectorized: model {settings['model']} has BatchNorm, which trains on the "
                         "sequential path only; use --path auto or sequential")

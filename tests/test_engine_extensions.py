@@ -127,6 +127,41 @@ def test_batchnorm_model_takes_the_sequential_path_automatically():
         one_round("cnn_fedavg_bn", vectorized=True)
 
 
+def test_a_cohort_of_one_client_takes_the_sequential_path_automatically():
+    from pipeline.cohort import prefer_vectorized
+
+    mlp = build("mlp_200")
+    assert prefer_vectorized(mlp, torch.device("cpu"), cohort_clients=10)
+    assert not prefer_vectorized(mlp, torch.device("cpu"), cohort_clients=1)
+    assert not prefer_vectorized(mlp, torch.device("cuda"), cohort_clients=1)
+
+
+def test_cached_scaling_stats_are_the_computed_ones_and_are_read_back(tmp_path):
+    from pipeline.clientdata import cached_scaling_stats
+
+    x = torch.randint(0, 256, (50, 6, 6, 3), dtype=torch.uint8, generator=torch.Generator().manual_seed(3))
+    pixels = x.reshape(-1, 3).double() / 255.0  # independent: float64, by hand
+    mean, std = cached_scaling_stats(x, "standardize", "sha-a", tmp_path)
+    assert torch.allclose(mean.double(), pixels.mean(0), atol=1e-6)
+    assert torch.allclose(std.double(), pixels.std(0), atol=1e-6)
+    assert len(list(tmp_path.iterdir())) == 1
+    # Read back, bit for bit: a different tensor under the same key gets the stored statistics.
+    again = cached_scaling_stats(torch.zeros_like(x), "standardize", "sha-a", tmp_path)
+    assert torch.equal(again[0], mean) and torch.equal(again[1], std)
+    # Another file's checksum is another key; a cut-short cache file is recomputed, not trusted.
+    other = cached_scaling_stats(torch.zeros_like(x), "standardize", "sha-b", tmp_path)
+    assert torch.equal(other[0], torch.zeros(3))
+    stored = next(p for p in tmp_path.iterdir() if torch.equal(torch.load(p)[0], mean))
+    stored.write_bytes(stored.read_bytes()[:20])
+    recomputed = cached_scaling_stats(torch.zeros_like(x), "standardize", "sha-a", tmp_path)
+    assert torch.equal(recomputed[0], torch.zeros(3))
+    # Unit scaling stores nothing.
+    before = sorted(tmp_path.iterdir())
+    shift, scale = cached_scaling_stats(x, "unit", "sha-c", tmp_path)
+    assert torch.equal(shift, torch.zeros(3)) and torch.equal(scale, torch.ones(3))
+    assert sorted(tmp_path.iterdir()) == before
+
+
 # ---------------------------------------------------------------- the loss hook: TCE
 
 def test_tce_gives_absent_classes_exactly_zero_gradient():
