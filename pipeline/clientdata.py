@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipeline.io import atomic_path
+
 NORMALISED_CACHE_BYTES = 1 << 30
 INPUT_SCALINGS = ("standardize", "unit")
 
@@ -186,10 +188,10 @@ def cached_scaling_stats(x_uint8: torch.Tensor, scaling: str, dataset_sha256: st
     except Exception:  # absent, or cut short by a crash: compute it again
         pass
     mean, std = input_scaling_stats(x_uint8, scaling)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save((mean.cpu(), std.cpu()), partial)
-    os.replace(partial, path)  # atomic: two stages writing at once leave one whole file
+    # Atomic, so two stages writing at once leave one whole file; through an open file, as train.save_torch
+    # does, so the archive's bytes do not depend on the temporary name.
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        torch.save((mean.cpu(), std.cpu()), handle)
     return mean, std
 
 

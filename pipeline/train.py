@@ -42,7 +42,7 @@ from pipeline import distributed, forgetting
 from pipeline.algorithms import get_algorithm
 from pipeline.clientdata import ClientData, cached_scaling_stats, cohort_size
 from pipeline.cohort import prefer_vectorized, tune_allocator
-from pipeline.datasets import dataset_spec, load_prepared
+from pipeline.datasets import dataset_spec, load_prepared_with_sha256
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.fingerprint import run_code_digest
 from pipeline.io import atomic_path, write_json
@@ -60,7 +60,7 @@ CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up", 
 
 def load_client_data(settings: dict, device: torch.device) -> tuple[ClientData, ClientData, str]:
     dataset = settings["dataset"]
-    arrays, dataset_sha = load_prepared(dataset, settings.get("dataset_options"), with_sha256=True)
+    arrays, dataset_sha = load_prepared_with_sha256(dataset, settings.get("dataset_options"))
     partition = load_partition(settings["partition"], dataset_sha)
     x = torch.from_numpy(arrays["x_train"]).to(device)
     mean, std = cached_scaling_stats(x, settings["input_scaling"], dataset_sha)

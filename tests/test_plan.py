@@ -79,14 +79,14 @@ def test_plan_lists_every_run_of_the_paper_profile(paper_params):
 
 
 def test_plan_verbose_lists_only_the_keys_the_default_profile_changed():
-    # fedwavg_t2_c28_fedavg runs the paper's E = 5 (only Tables 4-5 scale E): not listed as a
-    # scaling; its rounds (100 -> 20) and model are.
+    # fedwavg_t2_c28_fedavg runs the paper's E = 5: not listed as a scaling; its rounds (100 -> 10) and
+    # model are.
     result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "default", "--verbose"],
                             cwd=REPO, capture_output=True, text=True, check=True)
     block = result.stdout.split("fedwavg_t2_c28_fedavg ", 1)[1].split("\nfedwavg_", 1)[0]
-    assert "scaled rounds: paper 100 -> 20" in block and "scaled model: paper resnet_shallow -> mlp_200" in block
+    assert "scaled rounds: paper 100 -> 10" in block and "scaled model: paper resnet_shallow -> mlp_200" in block
     assert "scaled local_epochs" not in block and "    local_epochs: 5" in block
-    # So does fedwavg_long, the paper's 10; its rounds (1000 -> 20) are scaled.
+    # fedwavg_long scales both: the paper's E = 10 -> 5 and its rounds 1000 -> 20.
     block = result.stdout.split("fedwavg_long_c28_fedavg ", 1)[1].split("\nfedwavg_", 1)[0]
     assert "scaled rounds: paper 1000 -> 20" in block
-    assert "scaled local_epochs" not in block and "    local_epochs: 10" in block
+    assert "scaled local_epochs: paper 10 -> 5" in block
