@@ -191,32 +191,40 @@ def derive_grid(params) -> dict:
     dvc.yaml cannot compute this (its templating has no expressions), so it lives in grid.yaml,
     written by `python -m pipeline.profile` and checked here against params.yaml before every stage.
     Each (run, seed) is its own train stage, keyed `<run>-seed<s>`: adding a seed adds one stage.
+    The pairs are grouped by the run's paper (`other` for a run without one), one group to each
+    stages/<group>/dvc.yaml (pipeline/stagefiles.py says why).
     """
     from pipeline.runs import RUN_DEFAULTS, deep_merge, seed_key
+    from pipeline.stagefiles import STAGE_GROUPS, stage_group
 
     profile = params["profile"]
 
     def resolved(run):  # the default profile may scale a run onto a smaller partition or other seeds
         return deep_merge(run, run.get("scaled", {})) if profile == "default" else run
 
-    runs = {}
+    runs = {group: {} for group in STAGE_GROUPS}
     for key, settings in (params.get("runs") or {}).items():
         if not in_profile(settings, profile):
             continue
         run = resolved(settings)
         partition = run["partition"]
         for seed in run.get("seeds", RUN_DEFAULTS["seeds"]):
-            # the algorithm names its module: the train stage depends on that one (dvc.yaml)
-            runs[seed_key(key, seed)] = {"run": key, "seed": seed, "partition": partition,
-                                         "dataset": params["partitions"][partition]["dataset"],
-                                         "algorithm": run["algorithm"]["name"]}
-    used = {r["partition"] for r in runs.values()}
+            # the algorithm names its module: the train stage depends on that one (stagefiles.py)
+            runs[stage_group(run)][seed_key(key, seed)] = {
+                "run": key, "seed": seed, "partition": partition,
+                "dataset": params["partitions"][partition]["dataset"], "algorithm": run["algorithm"]["name"]}
+    used = {r["partition"] for r in grid_runs({"runs": runs}).values()}
     partitions = {name: {"dataset": settings["dataset"]}
                   for name, settings in params["partitions"].items()
                   if name in used or in_profile(settings, profile)}
     datasets = sorted({p["dataset"] for p in partitions.values()})
     return {"profile": profile, "datasets": datasets, "partitions": partitions, "runs": runs,
-            "run_ids": sorted({r["run"] for r in runs.values()})}
+            "run_ids": sorted({r["run"] for r in grid_runs({"runs": runs}).values()})}
+
+
+def grid_runs(grid: dict) -> dict:
+    """Every (run, seed) pair of a grid, whatever its stage group: `<run>-seed<s>` -> its entry."""
+    return {key: entry for group in grid["runs"].values() for key, entry in group.items()}
 
 
 def read_yaml(path: Path):
@@ -261,7 +269,7 @@ def main(argv=None) -> None:
     grid = derive_grid(params)
     print(f"{args.params}: ok (profile {params['profile']}: {len(grid['datasets'])} datasets, "
           f"{len(grid['partitions'])} partitions, {len(grid['run_ids'])} runs, "
-          f"{len(grid['runs'])} run-seed stages)")
+          f"{len(grid_runs(grid))} run-seed stages)")
 
 
 if __name__ == "__main__":

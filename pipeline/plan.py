@@ -14,7 +14,7 @@ import argparse
 import signal
 
 from pipeline import cost
-from pipeline.config import PROFILES, changed_scalings, derive_grid, load_checked_params
+from pipeline.config import PROFILES, changed_scalings, derive_grid, grid_runs, load_checked_params
 from pipeline.errors import exit_on_user_error
 from pipeline.runs import resolve_run
 
@@ -65,7 +65,7 @@ def main(argv=None) -> None:
         params = {**params, "profile": args.profile}
     grid = derive_grid(params)
     print(f"profile {params['profile']}: {len(grid['run_ids'])} runs "
-          f"({len(grid['runs'])} run-seed stages), {len(grid['partitions'])} partitions, "
+          f"({len(grid_runs(grid))} run-seed stages), {len(grid['partitions'])} partitions, "
           f"datasets {', '.join(grid['datasets'])}")
     throughput = cost.measured_throughput(params)
     estimates = []

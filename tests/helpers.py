@@ -18,6 +18,11 @@ VENV_BIN = Path(sys.executable).parent
 STAGE_LINE = re.compile(r"Running stage '([^']+)'")
 
 
+def train_stage(seed_key: str, paper: str = "fedcurv") -> str:
+    """DVC's name for a run's train stage: it lives in its paper's stages/<paper>/dvc.yaml."""
+    return f"stages/{paper}/dvc.yaml:train@{seed_key}"
+
+
 def write_mirror(folder: Path, train_size: int = 600, test_size: int = 100, learnable: bool = False) -> None:
     """<folder>/mnist.npz in the prepared-dataset format. Random images by default; with `learnable`,
     each label is a fixed random pattern plus noise, so a model can learn it in a round or two."""

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from helpers import STAGE_LINE, tiny_pipeline_repo
+from helpers import STAGE_LINE, tiny_pipeline_repo, train_stage
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +66,7 @@ def built(tmp_path_factory):
 def test_first_repro_runs_every_stage_and_writes_every_report(built):
     repo, first, _, _ = built
     assert first == ({"download@mnist", "partition@shards", "resolve", "fingerprint", "report"}
-                     | {f"train@{key}" for key in STAGES})
+                     | {train_stage(key) for key in STAGES})
     for name in REPORT_FILES:
         assert (repo.root / name).is_file(), name
     for name in ("figure1.png", "figure2.png"):
@@ -151,7 +151,8 @@ def test_second_repro_does_nothing_and_an_experiment_reruns_one_run(built):
 
     # An experiment on one run's lambda: that run and the report, nothing else.
     ran = repo.stages_run("dvc", "exp", "run", "-S", "runs.fedcurv_e50_fedcurv.algorithm.lambda=0.5", timeout=300)
-    assert ran == {"resolve", "train@fedcurv_e50_fedcurv-seed0", "train@fedcurv_e50_fedcurv-seed1", "report"}
+    assert ran == {"resolve", train_stage("fedcurv_e50_fedcurv-seed0"), train_stage("fedcurv_e50_fedcurv-seed1"),
+                   "report"}
     assert repo.params()["runs"]["fedcurv_e50_fedcurv"]["algorithm"]["lambda"] == 0.5
     settings = json.loads((run_folder(repo.root, "fedcurv_e50_fedcurv") / "settings.json").read_text())
     assert settings["algorithm"]["name"] == "fedcurv" and settings["algorithm"]["lambda"] == 0.5
@@ -184,7 +185,7 @@ def test_adding_a_seed_trains_only_that_seed(built):
     repo.write_params(params)
     repo.run(sys.executable, "-m", "pipeline.profile")
     ran = repo.stages_run("dvc", "repro", timeout=300)
-    assert ran == {"resolve", "train@fedcurv_e10_fedavg-seed3", "report"}, ran
+    assert ran == {"resolve", train_stage("fedcurv_e10_fedavg-seed3"), "report"}, ran
     assert (run_folder(repo.root, "fedcurv_e10_fedavg", 3) / "metrics.json").is_file()
 
 

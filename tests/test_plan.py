@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import derive_grid, load_checked_params
+from pipeline.config import derive_grid, grid_runs, load_checked_params
 from pipeline.runs import resolve_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,7 +74,7 @@ def test_plan_lists_every_run_of_the_paper_profile(paper_params):
     assert all("TFLOP" in line or "cost ?" in line for line in result.stdout.splitlines()[1:-1])
     assert result.stdout.splitlines()[-1].startswith("total: ") and "assumed" in result.stdout.splitlines()[-1]
     # Every (run, seed) pair is a stage of its own, one per seed the run lists.
-    assert len(grid["runs"]) == sum(len(resolve_run(paper_params, run)["seeds"]) for run in listed)
+    assert len(grid_runs(grid)) == sum(len(resolve_run(paper_params, run)["seeds"]) for run in listed)
     assert "R=200" in result.stdout and "cnn_mnist" in result.stdout
 
 

@@ -507,12 +507,16 @@ def test_figures_without_any_run(workdir):
 # ---------------------------------------------------------------- python -m pipeline.report as a whole
 
 def write_grid(root: Path, runs: dict[str, list[int]]) -> None:
-    """grid.yaml as the profile stage writes it: one entry per (run, seed)."""
-    grid_runs = {f"{run}-seed{seed}": {"run": run, "seed": seed, "dataset": "mnist", "partition": "p"}
-                 for run, seeds in runs.items() for seed in seeds}
+    """grid.yaml as the profile stage writes it: one entry per (run, seed), grouped by the run's paper
+    (here its name's prefix; `other` for the rest)."""
+    grouped = {group: {} for group in ("fedcurv", "importance", "tce", "fedwavg", "other")}
+    for run, seeds in runs.items():
+        group = run.split("_")[0] if run.split("_")[0] in grouped else "other"
+        for seed in seeds:
+            grouped[group][f"{run}-seed{seed}"] = {"run": run, "seed": seed, "dataset": "mnist", "partition": "p"}
     (root / "grid.yaml").write_text(yaml.safe_dump({"grid": {"profile": "paper", "datasets": ["mnist"],
                                                              "partitions": {"p": {"dataset": "mnist"}},
-                                                             "runs": grid_runs}}))
+                                                             "runs": grouped}}))
 
 
 def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):

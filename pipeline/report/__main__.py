@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.config import GRID_FILE, load_checked_params, read_yaml
+from pipeline.config import GRID_FILE, grid_runs, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.report import fedcurv, fedwavg, importance, tce
@@ -217,7 +217,7 @@ def main() -> None:
     params = load_checked_params()
     profile = params["profile"]
     grid = read_yaml(GRID_FILE)["grid"]
-    results = load_results(grid["runs"])
+    results = load_results(grid_runs(grid))
     published = yaml.safe_load(PUBLISHED.read_text())
     claims, built = [], []
     for name, module, title in PAPERS:
