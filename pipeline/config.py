@@ -182,13 +182,13 @@ def check_params(params) -> list[str]:
     return problems
 
 
-# ---------------------------------------------------------------- the grid: what dvc.yaml iterates over
+# ---------------------------------------------------------------- the grid: what the dvc.yaml files iterate over
 
 def derive_grid(params) -> dict:
     """The (run, seed) pairs of the active profile, the partitions they use or that belong to the
     profile, and the datasets those partitions use.
 
-    dvc.yaml cannot compute this (its templating has no expressions), so it lives in grid.yaml,
+    The dvc.yaml files cannot compute this (their templating has no expressions), so it lives in grid.yaml,
     written by `python -m pipeline.profile` and checked here against params.yaml before every stage.
     Each (run, seed) is its own train stage, keyed `<run>-seed<s>`: adding a seed adds one stage.
     The pairs are grouped by the run's paper (`other` for a run without one), one group to each

@@ -20,7 +20,8 @@ from pipeline.io import write_text
 from pipeline.stagefiles import write_stage_files
 
 GRID_HEADER = ("# Written by `python -m pipeline.profile` from params.yaml; do not edit by hand.\n"
-               "# dvc.yaml iterates over these ids (its templating cannot filter runs by profile).\n")
+               "# dvc.yaml and stages/<paper>/dvc.yaml iterate over these ids (DVC's templating cannot filter runs by\n"
+               "# profile).\n")
 
 
 def set_profile_line(text: str, profile: str) -> str:

@@ -5,7 +5,7 @@ Why not one `train` stage in the root dvc.yaml: after every stage it runs, DVC p
 the whole dvc.lock of that stage's dvc.yaml (ruamel, round trip). With the 117 train stages of the
 default profile in one lock of 208 KB that was about 2 s a stage (parse 1.3 s, dump 0.7 s, measured
 with cProfile), a quarter of each stage's start-up. Split by paper, a stage rewrites a lock of at
-most 55 KB (FedWAvg's 38 stages). The stage names gain their file:
+most 58 KB (FedWAvg's 38 stages). The stage names gain their file:
 `stages/fedwavg/dvc.yaml:train@fedwavg_long_c28_fedavg-seed0`, and `dvc repro stages/fedwavg/dvc.yaml`
 builds one paper's runs (with the data stages they need). A plain `dvc repro` still builds
 everything: the root dvc.yaml's report stage depends on all of reports/runs.

@@ -18,7 +18,7 @@ VENV_BIN = Path(sys.executable).parent
 STAGE_LINE = re.compile(r"Running stage '([^']+)'")
 
 
-def train_stage(seed_key: str, paper: str = "fedcurv") -> str:
+def train_stage(seed_key: str, paper: str) -> str:
     """DVC's name for a run's train stage: it lives in its paper's stages/<paper>/dvc.yaml."""
     return f"stages/{paper}/dvc.yaml:train@{seed_key}"
 

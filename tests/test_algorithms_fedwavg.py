@@ -50,7 +50,8 @@ def assert_trees_close(a: dict, b: dict, **tolerance):
 # ---------------------------------------------------------------- the package's shape
 
 def test_each_algorithm_module_is_named_by_its_file_and_imports_only_common_from_its_package():
-    """dvc.yaml makes a run's train stage depend on pipeline/algorithms/<name>.py and common.py only."""
+    """stages/<paper>/dvc.yaml (stagefiles.TRAIN_STAGE) makes a run's train stage depend on
+    pipeline/algorithms/<name>.py and common.py only."""
     folder = Path(__file__).resolve().parents[1] / "pipeline" / "algorithms"
     assert {"scaffold", "fednova", "fedwavg"} <= set(ALGORITHMS)
     for name, module in ALGORITHMS.items():

@@ -66,7 +66,7 @@ def built(tmp_path_factory):
 def test_first_repro_runs_every_stage_and_writes_every_report(built):
     repo, first, _, _ = built
     assert first == ({"download@mnist", "partition@shards", "resolve", "fingerprint", "report"}
-                     | {train_stage(key) for key in STAGES})
+                     | {train_stage(key, "fedcurv") for key in STAGES})
     for name in REPORT_FILES:
         assert (repo.root / name).is_file(), name
     for name in ("figure1.png", "figure2.png"):
@@ -151,7 +151,7 @@ def test_second_repro_does_nothing_and_an_experiment_reruns_one_run(built):
 
     # An experiment on one run's lambda: that run and the report, nothing else.
     ran = repo.stages_run("dvc", "exp", "run", "-S", "runs.fedcurv_e50_fedcurv.algorithm.lambda=0.5", timeout=300)
-    assert ran == {"resolve", train_stage("fedcurv_e50_fedcurv-seed0"), train_stage("fedcurv_e50_fedcurv-seed1"),
+    assert ran == {"resolve", train_stage("fedcurv_e50_fedcurv-seed0", "fedcurv"), train_stage("fedcurv_e50_fedcurv-seed1", "fedcurv"),
                    "report"}
     assert repo.params()["runs"]["fedcurv_e50_fedcurv"]["algorithm"]["lambda"] == 0.5
     settings = json.loads((run_folder(repo.root, "fedcurv_e50_fedcurv") / "settings.json").read_text())
@@ -185,7 +185,7 @@ def test_adding_a_seed_trains_only_that_seed(built):
     repo.write_params(params)
     repo.run(sys.executable, "-m", "pipeline.profile")
     ran = repo.stages_run("dvc", "repro", timeout=300)
-    assert ran == {"resolve", train_stage("fedcurv_e10_fedavg-seed3"), "report"}, ran
+    assert ran == {"resolve", train_stage("fedcurv_e10_fedavg-seed3", "fedcurv"), "report"}, ran
     assert (run_folder(repo.root, "fedcurv_e10_fedavg", 3) / "metrics.json").is_file()
 
 
@@ -198,3 +198,19 @@ def test_retraining_a_run_gives_identical_outputs(built):
         again = torch.load(repo.root / "data" / "models" / f"{DETERMINISM_KEY}-seed0.pt")
         assert again.keys() == model.keys()
         assert all(torch.equal(again[name], model[name]) for name in model)
+
+
+def test_a_run_of_no_paper_trains_in_stages_other_and_one_file_builds_only_its_runs(built):
+    repo = built[0]
+    repo.run("git", "checkout", "--", ".")  # back to the committed first repro
+    repo.run("dvc", "checkout", "--force", timeout=120)
+    params = repo.params()
+    params["runs"]["mine"] = {**{k: v for k, v in TINY_RUN.items() if k != "paper"}, "algorithm": {"name": "fedavg"}}
+    repo.write_params(params)
+    repo.run(sys.executable, "-m", "pipeline.profile")
+    # One stage file as the target: its new stage and what it needs (resolve), not the report.
+    ran = repo.stages_run("dvc", "repro", "stages/other/dvc.yaml", timeout=300)
+    assert ran == {"resolve", train_stage("mine-seed0", "other")}, ran
+    assert (run_folder(repo.root, "mine") / "metrics.json").is_file()
+    assert repo.stages_run("dvc", "repro", timeout=300) == {"report"}
+    assert "mine" in (repo.root / "reports" / "README.md").read_text()

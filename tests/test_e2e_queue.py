@@ -73,7 +73,7 @@ def test_a_queued_sweep_runs_in_two_workers_and_equals_sequential_runs(tmp_path)
 
     # The same variation on its own, in the workspace: the same numbers as the queued one.
     trained = repo.stages_run("dvc", "exp", "run", "-S", SWEEP[1], timeout=300)
-    assert trained == {"resolve", train_stage("fedcurv_e10_fedprox-seed0"), "report"}
+    assert trained == {"resolve", train_stage("fedcurv_e10_fedprox-seed0", "fedcurv"), "report"}
     alone = json.loads((repo.root / "reports" / "summary.json").read_text())
     assert alone["fedcurv"]["runs"] == queued[100.0]["summary"]["fedcurv"]["runs"]
     # The sweep moved the varied run and left the other alone.

@@ -37,7 +37,7 @@ def digests(root, folders=("data", "reports", "resolved")) -> dict[str, str]:
 def test_a_fresh_clone_pulls_the_results_and_retrains_nothing(tmp_path):
     first = tiny_pipeline_repo(tmp_path / "first", PARAMS, train_size=300, test_size=60)
     trained = first.stages_run("dvc", "repro", timeout=300)
-    assert train_stage("fedcurv_e10_fedavg-seed1") in trained
+    assert train_stage("fedcurv_e10_fedavg-seed1", "fedcurv") in trained
     remote = tmp_path / "remote"
     first.run("dvc", "remote", "add", "-d", "shared", str(remote))
     first.commit("results and the shared remote")

@@ -13,6 +13,7 @@ import yaml
 from pipeline.report import __main__ as report_main
 from pipeline.report import fedcurv
 from pipeline.report.common import NO_DIFF, load_results
+from pipeline.stagefiles import STAGE_GROUPS
 
 PAPERS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
 FEDCURV_PAPER = PAPERS_DIR / "000_b91613fb63fd152f.txt"
@@ -509,7 +510,7 @@ def test_figures_without_any_run(workdir):
 def write_grid(root: Path, runs: dict[str, list[int]]) -> None:
     """grid.yaml as the profile stage writes it: one entry per (run, seed), grouped by the run's paper
     (here its name's prefix; `other` for the rest)."""
-    grouped = {group: {} for group in ("fedcurv", "importance", "tce", "fedwavg", "other")}
+    grouped = {group: {} for group in STAGE_GROUPS}
     for run, seeds in runs.items():
         group = run.split("_")[0] if run.split("_")[0] in grouped else "other"
         for seed in seeds:

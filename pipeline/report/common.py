@@ -188,8 +188,8 @@ def seeds_on_disk(run: str, runs_dir: Path) -> list[int]:
 def load_results(runs, runs_dir: Path = RUNS_DIR) -> dict[str, SeededRun]:
     """The results of the runs that exist, grouped by run: {run: SeededRun}.
 
-    `runs` is grid.yaml's `grid.runs` (`<run>-seed<s>` -> {run, seed, ...}: exactly those seeds, the
-    others named missing) or an iterable of run names (every seed<s>/ folder found). Runs or seeds without
+    `runs` is grid.yaml's runs, flattened by `config.grid_runs` (`<run>-seed<s>` -> {run, seed, ...}: exactly
+    those seeds, the others named missing) or an iterable of run names (every seed<s>/ folder found). Runs or seeds without
     results (not trained yet, outside the active profile) are absent.
     """
     wanted: dict[str, list[int] | None] = {}
