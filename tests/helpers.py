@@ -86,6 +86,18 @@ class Repo:
             assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
         return output
 
+    def start(self, *args: str, timeout: float = 120) -> str:
+        """A command that leaves daemons behind (`dvc queue start`): its output goes through a file, since
+        DVC's detached workers inherit the command's open descriptors, and a pipe they hold would keep
+        `subprocess.run` waiting until they finish."""
+        log = self.root.parent / "start.log"
+        with open(log, "w") as handle:
+            result = subprocess.run(list(args), cwd=self.root, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, timeout=timeout)
+        output = log.read_text()
+        assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
+        return output
+
     def stages_run(self, *args: str, timeout: float = 120) -> set[str]:
         return set(STAGE_LINE.findall(self.run(*args, timeout=timeout)))
 

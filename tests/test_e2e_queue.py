@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import tiny_pipeline_repo, train_stage
+from helpers import STAGE_LINE, tiny_pipeline_repo, train_stage
 
 pytestmark = pytest.mark.e2e
 
@@ -59,13 +59,18 @@ def test_a_queued_sweep_runs_in_two_workers_and_equals_sequential_runs(tmp_path)
     for setting in SWEEP:
         repo.run("dvc", "exp", "run", "--queue", "-S", setting)
     try:
-        repo.run("dvc", "queue", "start", "-j", "2")
+        repo.start("dvc", "queue", "start", "-j", "2")
         status = wait_for_queue(repo)
     finally:
         repo.run("dvc", "queue", "stop", "--kill", check=False)
     assert "Failed" not in status, status
     queued = {e["mu"]: e for e in experiments(repo).values() if e["mu"] in (0.5, 100.0)}
     assert set(queued) == {0.5, 100.0}, experiments(repo)
+    for name in [name for name, e in experiments(repo).items() if e["mu"] in (0.5, 100.0)]:
+        # Each queued experiment ran the varied run's stage, resolve and the report; the rest came from
+        # DVC's run-cache, the train stages' per-paper files included.
+        ran = set(STAGE_LINE.findall(repo.run("dvc", "queue", "logs", name)))
+        assert ran == {"resolve", train_stage("fedcurv_e10_fedprox-seed0", "fedcurv"), "report"}, (name, ran)
     for mu, exp in queued.items():
         runs = exp["summary"]["fedcurv"]["runs"]
         assert set(runs) == {"fedcurv_e10_fedavg", "fedcurv_e10_fedprox"}
