@@ -213,13 +213,14 @@ def derive_grid(params) -> dict:
             runs[stage_group(run)][seed_key(key, seed)] = {
                 "run": key, "seed": seed, "partition": partition,
                 "dataset": params["partitions"][partition]["dataset"], "algorithm": run["algorithm"]["name"]}
-    used = {r["partition"] for r in grid_runs({"runs": runs}).values()}
+    pairs = grid_runs({"runs": runs}).values()
+    used = {r["partition"] for r in pairs}
     partitions = {name: {"dataset": settings["dataset"]}
                   for name, settings in params["partitions"].items()
                   if name in used or in_profile(settings, profile)}
     datasets = sorted({p["dataset"] for p in partitions.values()})
     return {"profile": profile, "datasets": datasets, "partitions": partitions, "runs": runs,
-            "run_ids": sorted({r["run"] for r in grid_runs({"runs": runs}).values()})}
+            "run_ids": sorted({r["run"] for r in pairs})}
 
 
 def grid_runs(grid: dict) -> dict:
