@@ -88,6 +88,20 @@ def ratio_sentences(workload: dict) -> list[str]:
     return sentences
 
 
+def profile_lines(workload: dict) -> list[str]:
+    """One line per profiled implementation: its round's top functions by own time."""
+    profiles = workload.get("profiles") or {}
+    if not profiles:
+        return []
+    lines = ["Where one more round goes (cProfile, own time per function, share of the profiled round; "
+             "torch's kernels show as the operator that ran them):", ""]
+    for key, profile in profiles.items():
+        top = "; ".join(f"`{row['function']}` {100 * row['share']:.0f} % ({row['calls']} calls)"
+                        for row in profile["top"])
+        lines.append(f"- {workload['implementations'][key]['label']} ({profile['seconds']:.3g} s profiled): {top}")
+    return lines + [""]
+
+
 def workload_lines(name: str, workload: dict) -> list[str]:
     lines = [f"## Workload {name}: {workload['title']}", ""]
     if workload["reduction"]:
@@ -98,7 +112,7 @@ def workload_lines(name: str, workload: dict) -> list[str]:
               f"{workload['flops_per_round'] / 1e9:.4g} GFLOP a round; {workload['repeats']} repeats of "
               f"{workload['rounds_per_repeat']} round(s); baseline: "
               f"{workload['implementations'][workload['baseline']]['label']}.", ""]
-    lines += implementation_lines(workload) + [""] + ratio_sentences(workload) + [""]
+    lines += implementation_lines(workload) + [""] + ratio_sentences(workload) + [""] + profile_lines(workload)
     return lines
 
 

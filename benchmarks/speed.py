@@ -33,9 +33,11 @@ and small rounds became up to 20x slower.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime
 import os
 import platform
+import pstats
 import statistics
 import sys
 import time
@@ -169,6 +171,42 @@ def measure(impls: dict[str, Implementation], repeats: int, rounds: int, name: s
     return times
 
 
+PROFILE_TOP = 6
+
+
+def profiled_keys(impls: dict[str, Implementation], compares_algorithms: bool) -> list[str]:
+    """The engine's implementations (the ones a missed target is about); the other loops are not ours."""
+    return [key for key, impl in impls.items() if impl.skipped is None
+            and (compares_algorithms or key.startswith("engine"))]
+
+
+def profile_round(impl: Implementation, round_: int) -> dict:
+    """Where one more round's time goes: cProfile's own time per function, the top PROFILE_TOP, each
+    as a share of the profiled round's wall time (the profiler's overhead included)."""
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    impl.time_rounds(round_, 1)
+    profiler.disable()
+    wall = time.perf_counter() - start
+    rows = sorted(pstats.Stats(profiler).stats.items(), key=lambda item: -item[1][2])[:PROFILE_TOP]
+    return {"seconds": wall, "top": [{"function": function_label(where), "calls": counts[1], "seconds": counts[2],
+                                      "share": counts[2] / wall} for where, counts in rows]}
+
+
+def function_label(where: tuple) -> str:
+    """cProfile's (file, line, name) as 'pipeline/fisher.py:38(layer_stack_squared_grads)' or 'torch.bmm'."""
+    filename, line, name = where
+    if filename == "~":  # a built-in: "<built-in method torch.bmm>", "<method 'add_' of ... objects>"
+        return name.strip("<>").replace("built-in method ", "").replace("method ", "")
+    path = Path(filename)
+    try:
+        path = path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        path = Path(*path.parts[-2:])
+    return f"{path}:{line}({name})"
+
+
 def summarise(impls: dict[str, Implementation], times: dict[str, list[float]], baseline: str,
               flops_per_round: int, matmul_flops: float, full_round_scale: float | None) -> dict:
     base = statistics.median(times[baseline])
@@ -207,6 +245,8 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
     scale = full_samples / samples if workload.reduce_clients is not None else None
     try:
         times = measure(impls, repeats, workload.rounds, f"workload {workload.number}")
+        after = 1 + repeats * workload.rounds
+        profiles = {key: profile_round(impls[key], after) for key in profiled_keys(impls, workload.algorithms is not None)}
     finally:
         for impl in impls.values():
             if impl.close:
@@ -220,6 +260,7 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
         "samples_per_round": samples, "flops_per_sample_step": per_sample, "flops_per_round": samples * per_sample,
         "baseline": baseline,
         "implementations": summarise(impls, times, baseline, samples * per_sample, matmul_flops, scale),
+        "profiles": profiles,
     }
 
 

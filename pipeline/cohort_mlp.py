@@ -45,10 +45,11 @@ def cohort_sgd_step(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: t
 
 
 def apply_pull(param: torch.Tensor, scale, offset) -> None:
-    """θ ← θ − scale·θ + offset in place (written so that a tiny scale is not lost to 1 − scale rounding)."""
+    """θ ← θ − scale·θ + offset in place (written so that a tiny scale is not lost to 1 − scale rounding);
+    a scale of exactly 0 (SCAFFOLD's constant correction) costs no pass over θ."""
     if torch.is_tensor(scale):
         param.addcmul_(param, scale, value=-1.0)
-    else:
+    elif scale != 0.0:
         param.add_(param, alpha=-scale)
     param.add_(offset)
 

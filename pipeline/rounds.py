@@ -318,7 +318,12 @@ def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers, froz
     if hasattr(algorithm, "remember"):
         for up in uploads:
             store[up["client"]] = algorithm.remember(up, hp)
-    new_state = algorithm.aggregate({**state, "clients": store}, uploads, weights, hp)
+    # "previous_clients": the store before this round's uploads, for an algorithm that keeps running sums
+    # over it (FedCurv's u and v: it adds the uploaders' new entries and takes out the ones they replace,
+    # O(cohort) instead of a re-sum over every client). Never part of the state kept.
+    new_state = algorithm.aggregate({**state, "clients": store, "previous_clients": state["clients"]}, uploads,
+                                    weights, hp)
+    new_state.pop("previous_clients", None)
     if frozen:
         new_state = {**new_state, "params": {n: state["params"][n] if n in frozen else v
                                              for n, v in new_state["params"].items()}}

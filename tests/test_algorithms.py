@@ -237,6 +237,49 @@ def test_fedcurv_aggregate_u_and_v_are_sums_of_fisher_and_fisher_times_params_ov
         torch.testing.assert_close(state["params"][name], mean, rtol=1e-12, atol=1e-12)
 
 
+def test_fedcurv_latest_sums_carried_over_30_rounds_of_random_cohorts_equal_a_fresh_float32_sum():
+    """u, v and Σ F·θ² kept up to date round by round (the uploaders' new entries in, their old ones out)
+    against the sums written out over every client's latest upload, in float32 as the engine runs."""
+    g = torch.Generator().manual_seed(5)
+    hp = {**fedcurv.HYPERPARAMS, "lambda": 0.3}
+    state = server_state(fedcurv, random_tree(SHAPES, g), 10, hp)
+    latest = {}
+    for _ in range(30):
+        cohort = torch.randperm(10, generator=g)[:3].tolist()
+        uploads = []
+        for client in cohort:
+            theta = {n: t.float() for n, t in random_tree(SHAPES, g).items()}
+            fisher = {n: t.float() for n, t in random_tree(SHAPES, g, nonnegative=True).items()}
+            uploads.append({"client": client, **fedcurv.upload_from(theta, fisher, hp)})
+            latest[client] = (theta, fisher)
+        state = aggregate_round(fedcurv, hp, state, uploads, [1 / 3] * 3, [{}] * 3)
+    assert "previous_clients" not in state and state["summed"] == sorted(latest)
+    for name in SHAPES:
+        u = sum(latest[j][1][name].double() for j in latest)
+        v = sum((latest[j][1][name] * latest[j][0][name]).double() for j in latest)
+        torch.testing.assert_close(state["u"][name].double(), u, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(state["v"][name].double(), v, rtol=1e-5, atol=1e-5)
+    w = sum((latest[j][1][n].double() * latest[j][0][n].double() ** 2).sum() for j in latest for n in SHAPES)
+    assert float(state["w_total"]) == pytest.approx(float(w), rel=1e-5)
+
+
+def test_fedcurv_latest_sums_read_only_this_rounds_uploaders_entries():
+    """O(cohort): the stored entries of clients absent from the round are never read (they are poisoned
+    with NaN here, and the sums stay finite); the sums still cover them, through the carried totals."""
+    state, hp, latest, _ = fedcurv_two_rounds("latest")
+    g = torch.Generator().manual_seed(3)
+    theta, fisher = random_tree(SHAPES, g), random_tree(SHAPES, g, nonnegative=True)
+    upload = {"client": 2, **fedcurv.upload_from(theta, fisher, hp)}
+    nan = {n: torch.full(shape, float("nan"), dtype=torch.float64) for n, shape in SHAPES.items()}
+    poison = {"fisher": nan, "fisher_params": nan, "fisher_params2": torch.tensor(float("nan"))}
+    state = {**state, "clients": {**state["clients"], 0: poison, 1: poison, 3: poison}}
+    new = aggregate_round(fedcurv, hp, state, [upload], [1.0], [{}])
+    latest[2] = (theta, fisher)
+    for name in SHAPES:
+        torch.testing.assert_close(new["u"][name], sum(latest[j][1][name] for j in latest), rtol=1e-12, atol=1e-12)
+    assert torch.isfinite(new["w_total"])
+
+
 def test_fedcurv_aggregate_modes_differ_when_a_client_missed_the_round():
     latest_state = fedcurv_two_rounds("latest")[0]
     participants_state = fedcurv_two_rounds("participants")[0]

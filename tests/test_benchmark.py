@@ -196,3 +196,20 @@ def test_the_careful_loop_trains_tce_on_the_clients_own_classes_with_adam(monkey
     moved = (model[1].bias.detach() != before).tolist()
     assert moved == [True, False, True, False, False]
     assert isinstance(client_optimizer(model, {"optimizer": "adam", "lr": 0.1}), torch.optim.Adam)
+
+
+def test_every_engine_implementation_has_a_profile_of_one_round(runs):
+    """The profile that explains a missed target: one more round of each engine path under cProfile, its
+    top functions by own time, whose shares of that round cannot add up to more than all of it."""
+    _, report, markdown = runs["no_flower"]
+    for number, workload in report["workloads"].items():
+        ran = [key for key, entry in workload["implementations"].items() if "skipped" not in entry]
+        engine = [key for key in ran if key.startswith("engine")]
+        expected = ran if number in ("4", "5") else engine
+        assert sorted(workload["profiles"]) == sorted(expected), number
+        for key, profile in workload["profiles"].items():
+            assert 0 < len(profile["top"]) <= 6 and profile["seconds"] > 0, (number, key)
+            shares = [row["share"] for row in profile["top"]]
+            assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1.0, (number, key)
+            assert all(row["calls"] >= 1 and row["function"] for row in profile["top"]), (number, key)
+    assert markdown.count("Where one more round goes") == len(report["workloads"])

@@ -12,7 +12,7 @@ from pipeline import models
 from pipeline.algorithms import fedavg, fedcurv, fedprox, importance
 from pipeline import cohort_mlp
 from pipeline.clientdata import ClientData, client_schedule, local_batches, sample_cohort
-from pipeline.cohort import cohort_chunk_size
+from pipeline.cohort import cohort_chunk_size, mask_shapes
 from pipeline.metrics import rounds_to_accuracy
 from pipeline.rounds import initial_state, run_round
 
@@ -137,6 +137,44 @@ def test_hand_written_mlp_gradients_equal_autograd_per_client():
         for (name, _), g in zip(params.items(), expected):
             torch.testing.assert_close(grads[name][c], g, atol=1e-6, rtol=1e-5, msg=f"{name}[{c}]")
     assert all(grads[n][2].abs().sum() == 0 for n in grads)  # no samples: no gradient at all
+
+
+def every_model_and_norm():
+    for name in models.MODELS:
+        yield from ((name, norm) for norm in models.NORMS.get(name, (None,)))
+
+
+@pytest.mark.parametrize("name, norm", list(every_model_and_norm()))
+def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_model(name, norm):
+    """The sequential path's step function (plain autograd where it is exact, torch.func for GroupNorm)
+    against torch.func.grad_and_value on the same objective: the same bits, BatchNorm's running
+    statistics (updated in place by the forward pass) and dropout masks (supplied as the engine does)
+    included; so moving the path to autograd left every run's numbers as they were."""
+    from pipeline.cohort import autograd_grad_and_value, make_objective, sequential_step_function
+    shape = (28, 28, 1) if name in ("cnn_mnist", "cnn_fedavg", "cnn_fedavg_bn") else (32, 32, 3)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = models.build_model(name, shape, CLASSES, 0, norm)
+        x = torch.randn(4, shape[2], shape[0], shape[1])
+        y = torch.randint(0, CLASSES, (4,))
+        w = torch.tensor([1.0, 1.0, 1.0, 0.0])
+        masks = {key: (torch.rand(4, *features) > 0.5).float() * 2 for key, features in mask_shapes(model, x).items()}
+    objective = make_objective(model, fedprox, {"mu": 0.1}, record_correct=True)
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
+    results = []
+    for step in (torch.func.grad_and_value(objective, has_aux=True), sequential_step_function(model, objective)):
+        own = {n: b.clone() for n, b in buffers.items()}
+        grads, (total, (loss, correct)) = step(params, {**own, **masks}, x, y, w, None, {}, {})
+        results.append((grads, total, loss, correct, own))
+    (g1, t1, l1, c1, b1), (g2, t2, l2, c2, b2) = results
+    assert not (t2.requires_grad or l2.requires_grad)
+    assert torch.equal(t1, t2) and torch.equal(l1, l2) and torch.equal(c1, c2)
+    assert all(torch.equal(g1[n], g2[n]) for n in g1) and all(torch.equal(b1[n], b2[n]) for n in b1)
+    if norm == "group":  # plain autograd would not be exact here: the reason GroupNorm keeps torch.func
+        g3, _ = autograd_grad_and_value(objective)(params, masks, x, y, w, None, {}, {})
+        assert not all(torch.equal(g1[n], g3[n]) for n in g1)
+        assert all(torch.allclose(g1[n], g3[n], atol=1e-6, rtol=1e-4) for n in g1)
 
 
 @pytest.mark.parametrize("algorithm, hp", [ALGORITHMS[0], ALGORITHMS[2]], ids=["fedavg", "fedcurv"])

@@ -18,7 +18,8 @@
                                      (FedCurv and Importance compute their Fisher from it here)
     sent_down(hp), sent_up(hp)       the state / upload entries that travel (bytes; divergence check)
     aggregate(state, uploads, weights, hp) -> new server state (state["clients"] already holds
-                                     this round's `remember`ed uploads)
+                                     this round's `remember`ed uploads; state["previous_clients"] is
+                                     the store before them, for sums kept up to date incrementally)
 
 Optional hooks, looked up with hasattr / getattr:
 
@@ -50,7 +51,7 @@ import pkgutil
 def discover() -> dict:
     """Every module of this package that defines NAME, by that name: an algorithm is added by adding
     its module, with no list to edit here, so this file (a dependency of every train stage) does not
-    change and no other algorithm's runs are retrained (dvc.yaml: each train stage depends on its own
+    change and no other algorithm's runs are retrained (stages/<paper>/dvc.yaml: each train stage depends on its own
     algorithm's module only, see pipeline.fingerprint.algorithm_code)."""
     found = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):

@@ -100,6 +100,21 @@ class GradientMean:
                 self.total[name] = torch.zeros_like(g)
             self.total[name].addcmul_(g, mask)
 
+    @classmethod
+    def from_sgd_displacement(cls, start: dict, end: dict, steps: torch.Tensor, lr: float, offset: dict):
+        """The same sums without watching the steps, for a stacked cohort trained by plain SGD with the
+        correction c − c_i (= −offset) added to every step's gradient: y_K = x − lr·Σ_k g_k + K·lr·offset,
+        so Σ_k g_k = (x − y_K)/lr + K·offset, which is option II's (x − y_i)/(K·η) − c + c_i times K.
+        Used by the engine's fused MLP step (pipeline.cohort.displacement_tracker_applies), where no
+        gradient is ever materialised; it agrees with the watched sums to rounding
+        (tests/test_algorithms_fedwavg.py)."""
+        tracker = cls()
+        tracker.count = steps.clone()
+        for name, x in start.items():
+            k = steps.reshape(steps.shape + (1,) * (x.dim() - 1)).to(x.dtype)
+            tracker.total[name] = (x - end[name]) / lr + k * offset[name]
+        return tracker
+
     def client_result(self, c: int) -> dict:
         count = self.count[c] if self.count is not None else torch.zeros((), dtype=torch.long)
         return {"gradient_sum": {n: v[c] for n, v in self.total.items()}, "steps": int(count)}
