@@ -2,7 +2,7 @@
 
     python -m pipeline.plan                  # the active profile, one line per run
     python -m pipeline.plan --profile paper  # the paper profile, without switching to it
-    python -m pipeline.plan --verbose        # every resolved setting, and what the default profile scaled
+    python -m pipeline.plan --verbose        # every resolved setting, its partition's, and what was scaled
 
 Each run's line ends with its estimated cost over all its seeds (pipeline.cost): training FLOPs, hours on
 this kind of CPU (from the committed runs' measured throughput for the same model; "?" where no run of
@@ -77,6 +77,8 @@ def main(argv=None) -> None:
             for name, value in sorted(settings.items()):
                 if name not in ("key", "scaled"):
                     print(f"    {name}: {value}")
+            # the partition's own settings (clients, clusters, samples per client, α): half of a run's setup
+            print(f"    partition {settings['partition']}: {params['partitions'][settings['partition']]}")
             for name, change in sorted(changed_scalings(settings["scaled"]).items()):
                 print(f"    scaled {name}: paper {change['paper']} -> {change['used']}")
     print(total_line(estimates, throughput))

@@ -263,6 +263,29 @@ def test_fedcurv_latest_sums_carried_over_30_rounds_of_random_cohorts_equal_a_fr
     assert float(state["w_total"]) == pytest.approx(float(w), rel=1e-5)
 
 
+def test_fedcurv_carried_sums_keep_small_entries_when_a_dominant_one_is_replaced():
+    """One client's Fisher 1.0 and 99 others' 1e-9, then the first client re-uploads 2e-9: a float32
+    running total loses the 99 small entries for good (1.0 + 9.9e-8 rounds to 1.0; less the 1.0 it is
+    0), the float64 carry keeps them. Against the sum written out in float64, within float32 rounding."""
+    hp = {**fedcurv.HYPERPARAMS, "lambda": 1.0}
+    shapes = {"w": (1,)}
+    state = server_state(fedcurv, {"w": torch.zeros(1)}, 100, hp)
+
+    def upload(client, fisher):
+        return {"client": client, **fedcurv.upload_from({"w": torch.ones(1)}, {"w": torch.tensor([fisher])}, hp)}
+
+    state = aggregate_round(fedcurv, hp, state, [upload(0, 1.0)] + [upload(k, 1e-9) for k in range(1, 100)],
+                            [0.01] * 100, [{}] * 100)
+    for round_ in range(3):  # client 0 alone, three times: the totals carried, round after round
+        state = aggregate_round(fedcurv, hp, state, [upload(0, 2e-9 * (round_ + 1))], [1.0], [{}])
+        expected = 99 * 1e-9 + 2e-9 * (round_ + 1)
+        assert state["u"]["w"].dtype == torch.float32
+        assert float(state["u"]["w"]) == pytest.approx(expected, rel=1e-6)
+        assert float(state["v"]["w"]) == pytest.approx(expected, rel=1e-6)
+        assert float(state["w_total"]) == pytest.approx(expected, rel=1e-6)
+    assert set(shapes) == set(state["u"])
+
+
 def test_fedcurv_latest_sums_read_only_this_rounds_uploaders_entries():
     """O(cohort): the stored entries of clients absent from the round are never read (they are poisoned
     with NaN here, and the sums stay finite); the sums still cover them, through the carried totals."""

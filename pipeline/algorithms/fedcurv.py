@@ -55,7 +55,8 @@ def init_state(global_params, num_clients, hp):
     zero = zeros_like(global_params)
     # Each client's own last upload (F_k, F_k·θ_k, F_k·θ_k²) is kept in the engine's per-client store
     # (state["clients"], see `remember`): in deployment the client keeps it. "summed" lists the clients
-    # whose uploads are in u and v.
+    # whose uploads are in u and v; "carried_sums" (only while sums are carried from round to round, C < 1)
+    # holds them in float64 (`latest_sums`).
     return {"params": global_params, "u": zero, "v": dict(zero), "w_total": torch.zeros(()), "summed": []}
 
 
@@ -115,15 +116,17 @@ def remember(upload, hp):
 def aggregate(state, uploads, weights, hp):
     """θ ← weighted mean of the cohort; u, v and Σ F·θ² ← sums over the uploads `sums_over` says: every
     client's latest (the per-client store, this round's uploads already in it) or this round's only."""
+    carried = None
     if hp["sums_over"] == "latest":
-        u, v, w_total = latest_sums(state, uploads)
+        (u, v, w_total), carried = latest_sums(state, uploads)
         summed = sorted(state["clients"])
     else:
         summed = [up["client"] for up in uploads]
         kept = [remember(up, hp) for up in uploads]
         u, v, w_total = sums(kept)
-    return {"params": weighted_sum(uploads, weights, "params"), "u": u, "v": v, "w_total": w_total,
-            "summed": summed}
+    new = {"params": weighted_sum(uploads, weights, "params"), "u": u, "v": v, "w_total": w_total,
+           "summed": summed}
+    return new if carried is None else {**new, "carried_sums": carried}
 
 
 def sums(entries: list) -> tuple:
@@ -134,22 +137,41 @@ def sums(entries: list) -> tuple:
 
 
 def latest_sums(state, uploads) -> tuple:
-    """The sums over every client's latest upload, kept up to date in O(cohort): the previous sums plus
-    this round's entries minus the ones they replace (issue 17: with C = 0.1 of 100 clients a re-sum
-    read 100 entries a round, this reads 20). When every stored client uploaded this round (C = 1, and
-    the first round) there is nothing to carry over, and the sums are taken afresh: the same numbers
-    as before this change, and no rounding error carried from round to round. Carried sums differ from
-    a fresh sum by rounding only (tests/test_algorithms.py: 30 rounds of random cohorts, float32)."""
+    """The sums over every client's latest upload, and the float64 totals they were carried in (None
+    when taken afresh), kept up to date in O(cohort): the previous totals plus this round's entries
+    minus the ones they replace (issue 17: with C = 0.1 of 100 clients a re-sum read 100 entries a
+    round, this reads 20). When every stored client uploaded this round (C = 1, and the first round)
+    there is nothing to carry over, and the sums are taken afresh in the entries' own precision: the
+    same numbers as a re-sum. The totals are carried in float64 because a float32 running sum loses
+    small entries for good when a large one is taken out (1.0 + 99 × 1e-9, less the 1.0, is 0 in
+    float32): carried in float64 they stay within float32 rounding of a fresh sum
+    (tests/test_algorithms.py: 30 rounds of random cohorts, and that case)."""
     store, previous = state["clients"], state.get("previous_clients")
     uploaded = [up["client"] for up in uploads]
     if previous is None or set(uploaded) == set(store) or set(state["summed"]) != set(previous):
-        return sums([store[client] for client in sorted(store)])
-    added = sums([store[client] for client in uploaded])
-    replaced = [previous[client] for client in uploaded if client in previous]
-    if not replaced:  # every uploader is new to the sums
-        return ({n: state["u"][n] + added[0][n] for n in state["u"]},
-                {n: state["v"][n] + added[1][n] for n in state["v"]}, state["w_total"] + added[2])
-    removed = sums(replaced)
-    return ({n: state["u"][n] + (added[0][n] - removed[0][n]) for n in state["u"]},
-            {n: state["v"][n] + (added[1][n] - removed[1][n]) for n in state["v"]},
-            state["w_total"] + (added[2] - removed[2]))
+        return sums([store[client] for client in sorted(store)]), None
+    dtype = state["w_total"].dtype
+    carried = state.get("carried_sums")  # {"u": ..., "v": ..., "w_total": ...}, float64
+    if carried is None:  # the first carried round: the previous sums afresh, once, in float64
+        carried = named(sums([as_float64(previous[client]) for client in sorted(previous)]))
+    added = named(sums([as_float64(store[client]) for client in uploaded]))
+    replaced = [as_float64(previous[client]) for client in uploaded if client in previous]
+    removed = named(sums(replaced)) if replaced else None
+    exact = {"u": {n: t + added["u"][n] - (removed["u"][n] if removed else 0.0) for n, t in carried["u"].items()},
+             "v": {n: t + added["v"][n] - (removed["v"][n] if removed else 0.0) for n, t in carried["v"].items()},
+             "w_total": carried["w_total"] + added["w_total"] - (removed["w_total"] if removed else 0.0)}
+    # Σ F is a sum of non-negative entries; float64 cancellation may leave it a hair below zero.
+    rounded = ({n: t.clamp_min(0).to(dtype) for n, t in exact["u"].items()},
+               {n: t.to(dtype) for n, t in exact["v"].items()}, exact["w_total"].to(dtype))
+    return rounded, exact
+
+
+def named(totals: tuple) -> dict:
+    u, v, w_total = totals
+    return {"u": u, "v": v, "w_total": w_total}
+
+
+def as_float64(entry: dict) -> dict:
+    """A remembered entry (F, F·θ, Σ F·θ²) in float64."""
+    return {key: ({n: t.double() for n, t in value.items()} if isinstance(value, dict) else torch.as_tensor(value).double())
+            for key, value in entry.items()}
