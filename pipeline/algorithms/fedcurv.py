@@ -56,7 +56,7 @@ def init_state(global_params, num_clients, hp):
     # Each client's own last upload (F_k, F_k·θ_k, F_k·θ_k²) is kept in the engine's per-client store
     # (state["clients"], see `remember`): in deployment the client keeps it. "summed" lists the clients
     # whose uploads are in u and v; "carried_sums" (only while sums are carried from round to round, C < 1)
-    # holds them in float64 (`latest_sums`).
+    # holds them, and Σ F·θ², in float64 (`latest_sums`).
     return {"params": global_params, "u": zero, "v": dict(zero), "w_total": torch.zeros(()), "summed": []}
 
 
@@ -150,28 +150,32 @@ def latest_sums(state, uploads) -> tuple:
     uploaded = [up["client"] for up in uploads]
     if previous is None or set(uploaded) == set(store) or set(state["summed"]) != set(previous):
         return sums([store[client] for client in sorted(store)]), None
+    names = list(state["u"])
+    # {"fisher": Σ F, "fisher_params": Σ F·θ, "fisher_params2": Σ F·θ²} in float64; on the first carried
+    # round, taken afresh (once) over the previous store
+    carried = state.get("carried_sums") or totals64([previous[client] for client in sorted(previous)], names)
+    exact = carry(carried, totals64([store[client] for client in uploaded], names),
+                  totals64([previous[client] for client in uploaded if client in previous], names))
     dtype = state["w_total"].dtype
-    carried = state.get("carried_sums")  # {"u": ..., "v": ..., "w_total": ...}, float64
-    if carried is None:  # the first carried round: the previous sums afresh, once, in float64
-        carried = named(sums([as_float64(previous[client]) for client in sorted(previous)]))
-    added = named(sums([as_float64(store[client]) for client in uploaded]))
-    replaced = [as_float64(previous[client]) for client in uploaded if client in previous]
-    removed = named(sums(replaced)) if replaced else None
-    exact = {"u": {n: t + added["u"][n] - (removed["u"][n] if removed else 0.0) for n, t in carried["u"].items()},
-             "v": {n: t + added["v"][n] - (removed["v"][n] if removed else 0.0) for n, t in carried["v"].items()},
-             "w_total": carried["w_total"] + added["w_total"] - (removed["w_total"] if removed else 0.0)}
     # Σ F is a sum of non-negative entries; float64 cancellation may leave it a hair below zero.
-    rounded = ({n: t.clamp_min(0).to(dtype) for n, t in exact["u"].items()},
-               {n: t.to(dtype) for n, t in exact["v"].items()}, exact["w_total"].to(dtype))
-    return rounded, exact
+    u = {n: t.clamp_min(0).to(dtype) for n, t in exact["fisher"].items()}
+    v = {n: t.to(dtype) for n, t in exact["fisher_params"].items()}
+    return (u, v, exact["fisher_params2"].to(dtype)), exact
 
 
-def named(totals: tuple) -> dict:
-    u, v, w_total = totals
-    return {"u": u, "v": v, "w_total": w_total}
+def totals64(entries: list, names: list) -> dict:
+    """Σ F, Σ F·θ and Σ F·θ² over remembered entries (`remember`), in float64; zeros for no entries."""
+    zero = torch.zeros((), dtype=torch.float64)
+
+    def total(value_of):
+        return sum((torch.as_tensor(value_of(entry)).double() for entry in entries), zero)
+    return {"fisher": {n: total(lambda e: e["fisher"][n]) for n in names},
+            "fisher_params": {n: total(lambda e: e["fisher_params"][n]) for n in names},
+            "fisher_params2": total(lambda e: e["fisher_params2"])}
 
 
-def as_float64(entry: dict) -> dict:
-    """A remembered entry (F, F·θ, Σ F·θ²) in float64."""
-    return {key: ({n: t.double() for n, t in value.items()} if isinstance(value, dict) else torch.as_tensor(value).double())
-            for key, value in entry.items()}
+def carry(total, added, removed):
+    """total + added − removed, name by name."""
+    if isinstance(total, dict):
+        return {key: carry(total[key], added[key], removed[key]) for key in total}
+    return total + added - removed

@@ -426,15 +426,17 @@ def long_claims(placed: dict) -> list[Claim]:
     if not all(m in placed for m in ("fedwavg", "fedavg", "fedprox")):
         claims.append(not_run("t8_halves", text, published, "a 2:8 long run"))
     else:
-        wavg = placed["fedwavg"]
-        ours = our_round(wavg, 200)
-        mine = group_share(wavg, ours, True)
-        comparisons = {m: compare(mine, [HALF * v if has_value(v) else v
-                                         for v in group_share(placed[m], our_round(placed[m], 200), True)], "lower")
-                       for m in ("fedavg", "fedprox")}
-        evidence = [f"round {ours} (the paper's 200): FedWAvg {fmt_stat([100 * v for v in mine if has_value(v)], 0)} %"]
-        evidence += [f"{LABELS[m]} {fmt_stat([100 * v for v in group_share(placed[m], our_round(placed[m], 200), True) if has_value(v)], 0)} %, "
-                     f"× {HALF:g} = {fmt_stat([100 * HALF * v for v in group_share(placed[m], our_round(placed[m], 200), True) if has_value(v)], 0)} % "
+        ours = our_round(placed["fedwavg"], 200)
+        # each method's minority share at the paper's round 200, as percent per seed (None: no value)
+        shares = {m: [100 * v if has_value(v) else None for v in group_share(placed[m], our_round(placed[m], 200), True)]
+                  for m in ("fedwavg", "fedavg", "fedprox")}
+        bounds = {m: [HALF * v if v is not None else None for v in shares[m]] for m in ("fedavg", "fedprox")}
+        comparisons = {m: compare(shares["fedwavg"], bounds[m], "lower") for m in bounds}
+
+        def present(values):
+            return [v for v in values if v is not None]
+        evidence = [f"round {ours} (the paper's 200): FedWAvg {fmt_stat(present(shares['fedwavg']), 0)} %"]
+        evidence += [f"{LABELS[m]} {fmt_stat(present(shares[m]), 0)} %, × {HALF:g} = {fmt_stat(present(bounds[m]), 0)} % "
                      f"({c.reason})" for m, c in comparisons.items()]
         claims.append(claim("t8_halves", text, published, combine(c.status for c in comparisons.values()),
                             "; ".join(evidence), "; ".join(dict.fromkeys(c.seeds for c in comparisons.values()))))
