@@ -59,7 +59,7 @@ from pipeline.runs import RUN_DEFAULTS
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.datasets import dataset_spec
-from pipeline.models import build_model, has_batch_norm
+from pipeline.models import build_model
 
 MATMUL = {"paper": (2048, 5), "tiny": (256, 3)}  # (size, repeats)
 
@@ -115,10 +115,7 @@ def comparison_implementations(workload: Workload, data: ClientData, image_shape
     auto = prefer_vectorized(model(), device)
     impls = {"engine_auto": Implementation(f"(a) engine, auto ({'vmap' if auto else 'sequential'})",
                                            timed(engine_rounds(model(), "fedavg", {}, data, settings, auto), device))}
-    if not auto and has_batch_norm(model()):
-        impls["engine_vmap"] = Implementation("(a') engine, vmap forced", None,
-                                              skipped="skipped: BatchNorm trains on the sequential path only")
-    elif not auto:
+    if not auto:
         impls["engine_vmap"] = Implementation("(a') engine, vmap forced",
                                               timed(engine_rounds(model(), "fedavg", {}, data, settings, True), device))
     impls["engine_sequential"] = Implementation(

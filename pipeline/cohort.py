@@ -22,7 +22,7 @@ from pipeline import cohort_mlp
 from pipeline.clientdata import (AUGMENT_STREAM, DROPOUT_STREAM, ClientData, crop_flip, crop_flip_draws, gather_rows,
                                  generator_for)
 from pipeline.losses import per_sample_loss
-from pipeline.models import dropout_masks, has_batch_norm
+from pipeline.models import batch_norm_presence, dropout_masks
 from pipeline.optimizers import SGD
 
 # glibc serves allocations above its mmap threshold (at most 32 MiB) with fresh mmap'd pages and
@@ -54,11 +54,11 @@ def cohort_chunk_size(params: dict) -> int:
 def prefer_vectorized(model, device: torch.device, cohort_clients: int | None = None) -> bool:
     """vmap over a cohort of convolutions ran 2-3x slower than one client at a time on this 2-core CPU
     (cnn_mnist, 96 clients, E=1: 128-201 s vs 63-68 s a round), while for MLPs the vectorized path is
-    the fast one; on a GPU the vectorized path is taken. BatchNorm models (running statistics updated
-    in place at every step) always take the sequential path. A cohort of one client (a centralised run)
-    has nothing to batch, and torch.func's stacking and pytree handling still cost: 5 epochs of FedWAvg's
-    centralised MNIST MLP took 22.5 s vectorized and 14.5 s sequential, so it goes sequential."""
-    if has_batch_norm(model) or cohort_clients == 1:
+    the fast one; on a GPU the vectorized path is taken, BatchNorm models' included. A cohort of one
+    client (a centralised run) has nothing to batch, and torch.func's stacking and pytree handling
+    still cost: 5 epochs of FedWAvg's centralised MNIST MLP took 22.5 s vectorized and 14.5 s
+    sequential, so it goes sequential."""
+    if cohort_clients == 1:
         return False
     has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
     return device.type != "cpu" or not has_conv
@@ -201,7 +201,7 @@ def masked_pull(pull: dict, active: torch.Tensor, stacked: dict) -> dict:
     masked = {}
     for name, (scale, offset) in pull.items():
         mask = active.reshape(-1, *([1] * (stacked[name].dim() - 1))).to(stacked[name].dtype)
-        masked[name] = (scale if isinstance(scale, float) and scale == 0.0 else scale * mask, offset * mask)
+        masked[name] = (scale if cohort_mlp.is_zero_scale(scale) else scale * mask, offset * mask)
     return masked
 
 
@@ -247,35 +247,35 @@ def by_hand_applies(job: CohortJob) -> bool:
             and not job.fixed)
 
 
-def fused_sgd_applies(job: CohortJob) -> bool:
-    """Plain SGD on a plain MLP with a closed-form penalty and no tracker, or one that can read what
-    it observes off the displacement (`displacement_tracker_applies`): the whole step, the penalty's
-    pull included, runs inside the hand-written backward pass."""
+def fused_sgd_applies(job: CohortJob, affine) -> bool:
+    """Plain SGD on a plain MLP with a closed-form penalty (`affine`, from closed_form_penalty) and no
+    tracker, or one that can read what it observes off the displacement (`displacement_tracker_applies`):
+    the whole step, the penalty's pull included, runs inside the hand-written backward pass."""
     opt = job.optimizer
     return (by_hand_applies(job) and isinstance(opt, SGD) and not opt.momentum and not opt.weight_decay
-            and (job.tracker_factory is None or displacement_tracker_applies(job)))
+            and (job.tracker_factory is None or displacement_tracker_applies(job, affine)))
 
 
-def displacement_tracker_applies(job: CohortJob) -> bool:
+def displacement_tracker_applies(job: CohortJob, affine) -> bool:
     """A tracker that only sums the data gradients (SCAFFOLD's `GradientMean`) needs no look at each step
     under plain SGD when the penalty's gradient is a constant (scale 0: θ_K = θ_0 − lr·Σ_k g_k + K·lr·offset),
     so the sum is read off the displacement afterwards (`from_sgd_displacement`)."""
     if not hasattr(job.tracker_factory, "from_sgd_displacement"):
         return False
-    affine = closed_form_penalty(job.algorithm, job.hp, job.shared, job.contexts)
-    return affine is None or all(isinstance(scale, float) and scale == 0.0 for scale in affine[0].values())
+    return affine is None or all(cohort_mlp.is_zero_scale(scale) for scale in affine[0].values())
 
 
 def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
-    """Train a stacked cohort in place (every client at once)."""
-    if buffers:
-        raise ValueError("models with BatchNorm buffers train on the sequential path")
+    """Train a stacked cohort in place (every client at once). BatchNorm buffers (stacked per client) are
+    updated in place under vmap by each client's forward passes, whose statistics are told which of
+    the padded batch's samples are the client's (`present`, models.KeyedBatchNorm2d)."""
     data, index, weight = job.data, job.index, job.weight
+    presence = batch_norm_presence(job.model)
     keep_dim = None if job.keep is None else 0
     step_fn = vmap(grad_and_value(job.objective, has_aux=True), in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0))
     affine = closed_form_penalty(job.algorithm, job.hp, job.shared, job.contexts)
     by_hand = by_hand_applies(job)
-    fused = fused_sgd_applies(job)
+    fused = fused_sgd_applies(job, affine)
     pull = fused and penalty_pull(affine, job.optimizer.lr)
     from_displacement = fused and job.tracker_factory is not None
     start = {name: value.clone() for name, value in stacked.items()} if from_displacement else None
@@ -299,7 +299,8 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             if by_hand:
                 data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep, shares[s])
             else:
-                masks = {**job.dropout.stacked(active), **job.fixed}
+                present = {name: (w > 0).to(w.dtype) for name in presence}
+                masks = {**job.dropout.stacked(active), **job.fixed, **buffers, **present}
                 data_grads, (_, (data_loss, right)) = step_fn(stacked, masks, x, y, w, job.keep, job.shared,
                                                               job.contexts)
                 if correct is not None:
@@ -335,9 +336,10 @@ def sequential_step_function(model, objective):
 def autograd_grad_and_value(objective):
     """`torch.func.grad_and_value(objective, has_aux=True)` for one client, by plain autograd."""
     def step(params: dict, *rest):
-        leaves = {name: value.detach().requires_grad_(True) for name, value in params.items()}
-        total, (data_loss, correct) = objective(leaves, *rest)
-        grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
+        with torch.enable_grad():  # as torch.func's grad, whatever the caller's grad mode
+            leaves = {name: value.detach().requires_grad_(True) for name, value in params.items()}
+            total, (data_loss, correct) = objective(leaves, *rest)
+            grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
         grads = {name: torch.zeros_like(leaves[name]) if g is None else g for name, g in zip(leaves, grads)}
         return grads, (total.detach(), (data_loss.detach(), correct))
     return step

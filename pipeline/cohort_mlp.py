@@ -44,12 +44,18 @@ def cohort_sgd_step(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: t
     return data_loss
 
 
+def is_zero_scale(scale) -> bool:
+    """A penalty gradient's scale that is the float 0 (SCAFFOLD's constant correction): no pass over θ
+    is needed for it, and the gradient sum can be read off the displacement (cohort.displacement_...)."""
+    return isinstance(scale, float) and scale == 0.0
+
+
 def apply_pull(param: torch.Tensor, scale, offset) -> None:
     """θ ← θ − scale·θ + offset in place (written so that a tiny scale is not lost to 1 − scale rounding);
     a scale of exactly 0 (SCAFFOLD's constant correction) costs no pass over θ."""
     if torch.is_tensor(scale):
         param.addcmul_(param, scale, value=-1.0)
-    elif scale != 0.0:
+    elif not is_zero_scale(scale):
         param.add_(param, alpha=-scale)
     param.add_(offset)
 

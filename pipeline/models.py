@@ -20,8 +20,10 @@ parameters to average), `batch` is BatchNorm (running statistics carried by the 
 
 Dropout is `KeyedDropout`: its mask is an input (a buffer the engine supplies through functional_call),
 drawn from the client's own (seed, round, client) generator, so a dropout model gives the same numbers
-on the vectorized and the sequential path and for any cohort chunking. BatchNorm's running statistics
-are buffers the server carries and averages like parameters; such models train on the sequential path.
+on the vectorized and the sequential path and for any cohort chunking. BatchNorm is `KeyedBatchNorm2d`:
+its running statistics are buffers the server carries and averages like parameters, and on the
+vectorized path, where each client's batch is padded to the cohort's longest, it is told which samples
+are present (the buffer `present`), so each client's statistics come from its own real samples only.
 """
 from __future__ import annotations
 
@@ -55,6 +57,63 @@ class KeyedDropout(nn.Module):
         if self.mask.numel() == 0:
             return nn.functional.dropout(x, self.p, training=True)
         return x * self.mask
+
+
+class KeyedBatchNorm2d(nn.BatchNorm2d):
+    """torch's BatchNorm2d, told which samples of its batch are real when the caller supplies the buffer
+    `present` ([batch], 1 real, 0 padding): the vectorized path, whose clients' batches are padded to
+    the longest and whose finished clients still pass a batch. The batch statistics are then the present
+    samples' alone, and a batch with none leaves the running statistics (and `num_batches_tracked`) as
+    they were. Without `present` (the sequential path, which drops padding instead, and evaluation) it
+    is torch's own BatchNorm2d, number for number."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats)
+        self.register_buffer("present", torch.empty(0), persistent=False)
+
+    def forward(self, x):
+        if not self.training or self.present.numel() == 0:
+            return super().forward(x)
+        present = self.present.to(x.dtype).reshape(-1, *([1] * (x.dim() - 1)))
+        dims = [0, *range(2, x.dim())]
+        count = self.present.to(x.dtype).sum() * x[0, 0].numel()  # values per channel
+        channel = (1, -1, *([1] * (x.dim() - 2)))
+        mean = (x * present).sum(dims) / count.clamp_min(1.0)
+        centred = x - mean.reshape(channel)
+        variance = (centred * centred * present).sum(dims) / count.clamp_min(1.0)  # biased, as BatchNorm's
+        out = centred * torch.rsqrt(variance + self.eps).reshape(channel)
+        if self.affine:
+            out = out * self.weight.reshape(channel) + self.bias.reshape(channel)
+        # Padding passes through (so shapes stay the cohort's) but must steer nothing: no gradient.
+        out = torch.where(present > 0, out, out.detach())
+        if self.track_running_stats:
+            self.update_running_statistics(mean.detach(), variance.detach(), count)
+        return out
+
+    def update_running_statistics(self, mean, variance, count) -> None:
+        """BatchNorm's update (unbiased variance; momentum None = the cumulative mean), only if any sample
+        was present; in place, so that it also reaches a stacked buffer under vmap."""
+        some = count > 0
+        tracked = self.num_batches_tracked + some.to(self.num_batches_tracked.dtype)
+        factor = 1.0 / tracked.clamp_min(1).to(mean.dtype) if self.momentum is None else self.momentum
+        unbiased = variance * count / (count - 1).clamp_min(1.0)
+        self.running_mean.copy_(torch.where(some, (1 - factor) * self.running_mean + factor * mean, self.running_mean))
+        self.running_var.copy_(torch.where(some, (1 - factor) * self.running_var + factor * unbiased, self.running_var))
+        self.num_batches_tracked.copy_(tracked)
+
+
+def keyed_batch_norms(model: nn.Module) -> nn.Module:
+    """Every BatchNorm2d of the model (torchvision's DenseNet's included) made a KeyedBatchNorm2d with the
+    same settings and state, in place: one swap here rather than a norm argument in every builder."""
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if type(child) is nn.BatchNorm2d:
+                keyed = KeyedBatchNorm2d(child.num_features, child.eps, child.momentum, child.affine,
+                                         child.track_running_stats)
+                keyed.load_state_dict(child.state_dict())
+                setattr(module, name, keyed)
+    return model
 
 
 def cnn_mnist(image_shape, classes):
@@ -218,7 +277,7 @@ def build_model(name: str, image_shape, classes: int, seed: int, norm: str | Non
     options = {} if norm is None else {"norm": norm}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return MODELS[name](tuple(image_shape), classes, **options)
+        return keyed_batch_norms(MODELS[name](tuple(image_shape), classes, **options))
 
 
 def model_fits(name: str, image_shape) -> str | None:
@@ -239,6 +298,11 @@ def frozen_parameters(model: nn.Module, freeze: str) -> set[str]:
     return {f"{last}.{p}" for p, _ in model.get_submodule(last).named_parameters()}
 
 
+def batch_norm_presence(model: nn.Module) -> list[str]:
+    """The names of the `present` buffers of the model's keyed BatchNorms."""
+    return [f"{name}.present" for name, module in model.named_modules() if isinstance(module, KeyedBatchNorm2d)]
+
+
 def dropout_masks(model: nn.Module) -> dict[str, KeyedDropout]:
     """The keyed dropouts of a model, by the name of their mask buffer."""
     return {f"{name}.mask": module for name, module in model.named_modules()
@@ -246,8 +310,10 @@ def dropout_masks(model: nn.Module) -> dict[str, KeyedDropout]:
 
 
 def model_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The state the server carries besides parameters (BatchNorm running statistics); masks excluded."""
-    return {name: value.detach().clone() for name, value in model.named_buffers() if not name.endswith(".mask")}
+    """The state the server carries besides parameters (BatchNorm running statistics); the per-step
+    inputs (dropout masks, BatchNorm's `present`) excluded."""
+    return {name: value.detach().clone() for name, value in model.named_buffers()
+            if not name.endswith((".mask", ".present"))}
 
 
 def has_batch_norm(model: nn.Module) -> bool:

@@ -47,7 +47,7 @@ from pipeline.errors import UserError, exit_on_user_error
 from pipeline.fingerprint import run_code_digest
 from pipeline.io import atomic_path, write_json
 from pipeline.metrics import evaluate, rounds_to_accuracy
-from pipeline.models import build_model, has_batch_norm
+from pipeline.models import build_model
 from pipeline.partition import load_partition
 from pipeline.rounds import initial_state, probe_positions, run_round
 from pipeline.runs import read_resolved, seed_settings, settings_hash
@@ -277,9 +277,6 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
     hp = settings["algorithm"]
     if vectorized is None:
         vectorized = prefer_vectorized(model, device, cohort_size(len(data.clients), settings["client_fraction"]))
-    if vectorized and has_batch_norm(model):
-        raise UserError(f"--path vectorized: model {settings['model']} has BatchNorm, which trains on the "
-                        "sequential path only; use --path auto or sequential")
     digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized,
                                       "code": run_code_digest(hp["name"]),
                                       "device": device.type,

@@ -182,6 +182,19 @@ def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_m
         assert all(torch.allclose(g1[n], g3[n], atol=1e-6, rtol=1e-4) for n in g1)
 
 
+def test_the_autograd_step_gives_its_gradients_under_an_outer_no_grad():
+    """torch.func's grad ignores the caller's grad mode; the autograd step it stands in for must too."""
+    from pipeline.cohort import autograd_grad_and_value, make_objective
+    model = models.build_model("mlp_200", (8, 8, 1), CLASSES, 0)
+    objective = make_objective(model, fedprox, {"mu": 0.1})
+    params = {n: p.detach().clone() for n, p in model.named_parameters()}
+    x, y, w = torch.randn(3, 1, 8, 8), torch.tensor([0, 1, 2]), torch.ones(3)
+    expected, _ = torch.func.grad_and_value(objective, has_aux=True)(params, {}, x, y, w, None, {}, {})
+    with torch.no_grad():
+        grads, _ = autograd_grad_and_value(objective)(params, {}, x, y, w, None, {}, {})
+    assert all(torch.equal(grads[n], expected[n]) for n in expected)
+
+
 @pytest.mark.parametrize("algorithm, hp", [ALGORITHMS[0], ALGORITHMS[2]], ids=["fedavg", "fedcurv"])
 def test_chunking_the_cohort_does_not_change_the_parameters(algorithm, hp):
     data = make_data()

@@ -78,12 +78,14 @@ def test_dropout_masks_differ_between_clients_and_rounds():
 
 # ---------------------------------------------------------------- BatchNorm buffers
 
-def test_batchnorm_buffers_are_the_sample_weighted_average_of_the_clients():
-    """Each client trained alone (one-client cohorts) gives its running statistics; the server's must
-    be their average weighted by sample counts, computed here by hand."""
+@pytest.mark.parametrize("vectorized", [False, True])
+def test_batchnorm_buffers_are_the_sample_weighted_average_of_the_clients(vectorized):
+    """Each client trained alone by plain torch gives its running statistics; the server's must be
+    their average weighted by sample counts, computed here by hand, on either path (the vectorized one
+    pads the clients' batches to the longest and must keep padding out of the statistics)."""
     sizes = (6, 9, 5)
     data = make_data(sizes)
-    result, model, _, state = one_round("cnn_fedavg_bn", data=data, vectorized=False)
+    result, model, _, state = one_round("cnn_fedavg_bn", data=data, vectorized=vectorized)
     assert result.state["buffers"], "the BatchNorm model has buffers"
     per_client = []
     for client in range(3):
@@ -119,12 +121,79 @@ def train_alone(model, data_one, client, state):
     return {name: value.detach() for name, value in net.named_buffers() if not name.endswith(".mask")}
 
 
-def test_batchnorm_model_takes_the_sequential_path_automatically():
-    from pipeline.cohort import prefer_vectorized
+def keyed_and_plain_batch_norm(momentum=0.1, dtype=torch.float64):
+    keyed, plain = models.KeyedBatchNorm2d(5, momentum=momentum).to(dtype), torch.nn.BatchNorm2d(5, momentum=momentum)
+    plain = plain.to(dtype)
+    with torch.no_grad():
+        keyed.weight.normal_(generator=torch.Generator().manual_seed(1))
+        keyed.bias.normal_(generator=torch.Generator().manual_seed(2))
+        keyed.running_mean.fill_(0.3)
+    plain.load_state_dict(keyed.state_dict())
+    return keyed, plain
 
-    assert not prefer_vectorized(build("cnn_fedavg_bn"), torch.device("cuda"))
-    with pytest.raises(ValueError, match="sequential path"):
-        one_round("cnn_fedavg_bn", vectorized=True)
+
+@pytest.mark.parametrize("spatial", [1, 3])
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_keyed_batch_norm_with_padding_is_torchs_batch_norm_on_the_present_samples(spatial, momentum):
+    """The batch with padding (`present`) against torch's BatchNorm2d on the present samples alone, in
+    float64: outputs, gradients (none reach the padding), running statistics and their count."""
+    keyed, plain = keyed_and_plain_batch_norm(momentum)
+    x = torch.randn(6, 5, spatial, spatial, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 3 + 1
+    present = torch.tensor([1.0, 1.0, 0.0, 1.0, 0.0, 0.0])
+    upstream = torch.randn(x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    padded, alone = x.clone().requires_grad_(), x[present > 0].clone().requires_grad_()
+    keyed.present = present
+    for _ in range(2):  # the second step reads the first's running statistics (momentum None: a mean of 2)
+        out = keyed(padded)
+        (out * upstream).sum().backward()  # padding's upstream gradient too: it must reach nothing
+        reference = plain(alone)
+        (reference * upstream[present > 0]).sum().backward()
+    torch.testing.assert_close(out[present > 0], reference, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(padded.grad[present > 0], alone.grad, atol=1e-12, rtol=1e-12)
+    assert torch.equal(padded.grad[present == 0], torch.zeros_like(padded.grad[present == 0]))
+    for name in ("weight", "bias"):
+        torch.testing.assert_close(getattr(keyed, name).grad, getattr(plain, name).grad, atol=1e-12, rtol=1e-12)
+    for name in ("running_mean", "running_var"):
+        torch.testing.assert_close(getattr(keyed, name), getattr(plain, name), atol=1e-12, rtol=1e-12)
+    assert int(keyed.num_batches_tracked) == int(plain.num_batches_tracked) == 2
+
+
+def test_keyed_batch_norm_with_no_sample_present_leaves_its_running_statistics_alone():
+    keyed, _ = keyed_and_plain_batch_norm()
+    before = {name: value.clone() for name, value in keyed.named_buffers() if name != "present"}
+    keyed.present = torch.zeros(4, dtype=torch.float64)
+    out = keyed(torch.randn(4, 5, 2, 2, dtype=torch.float64))
+    assert torch.isfinite(out).all()
+    for name, value in before.items():
+        assert torch.equal(getattr(keyed, name), value), name
+
+
+def test_keyed_batch_norm_without_present_is_torchs_batch_norm_bit_for_bit():
+    """The sequential path and evaluation: the same numbers as before BatchNorms were keyed."""
+    keyed, plain = keyed_and_plain_batch_norm(dtype=torch.float32)
+    x = torch.randn(7, 5, 3, 3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(keyed(x), plain(x))
+    assert torch.equal(keyed.running_var, plain.running_var)
+    keyed.eval(), plain.eval()
+    assert torch.equal(keyed(x), plain(x))
+
+
+@pytest.mark.parametrize("name", ["cnn_fedavg_bn", "densenet121"])
+def test_every_batch_norm_of_a_built_model_is_keyed_and_its_state_unchanged(name):
+    """torchvision's DenseNet too; the state (parameters, running statistics) keeps its names, order and
+    values, and `present` is a per-step input, not server state."""
+    shape = (16, 16, 3)
+    model = models.build_model(name, shape, CLASSES, 0)
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    assert norms and all(type(m) is models.KeyedBatchNorm2d for m in norms)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        plain = models.MODELS[name](shape, CLASSES)
+    assert list(model.state_dict()) == list(plain.state_dict())
+    for key, value in plain.state_dict().items():
+        assert torch.equal(model.state_dict()[key], value), key
+    assert not any(key.endswith(".present") for key in models.model_buffers(model))
+    assert len(models.batch_norm_presence(model)) == len(norms)
 
 
 def test_a_cohort_of_one_client_takes_the_sequential_path_automatically():
@@ -450,9 +519,9 @@ def test_example_events_turn_the_hand_written_mlp_path_off_and_are_off_by_defaul
     model = build("mlp_200")
     job = dict(model=model, algorithm=fedavg, hp={}, data=None, optimizer=SGD(lr=0.1), shared={}, contexts={},
                index=None, weight=None, keep=None, dropout=None)
-    assert by_hand_applies(CohortJob(**job)) and fused_sgd_applies(CohortJob(**job))
+    assert by_hand_applies(CohortJob(**job)) and fused_sgd_applies(CohortJob(**job), None)
     assert not by_hand_applies(CohortJob(**job, record_correct=True))
-    assert not fused_sgd_applies(CohortJob(**job, record_correct=True))
+    assert not fused_sgd_applies(CohortJob(**job, record_correct=True), None)
 
 
 @pytest.mark.parametrize("vectorized", [True, False])
