@@ -9,13 +9,18 @@ and normalisation are left out, a few per cent).
 Seconds on this kind of machine come from the committed runs (`reports/runs/*/seed*/`): for each model,
 the median of FLOPs / training seconds over the runs that trained it. They include what FLOPs do not
 count (Fisher and path scores, probes, per-step overheads at small batches), so they are a rough guide,
-within about 2x. A GPU estimate divides by an assumed throughput (`GPU_TFLOPS`), stated with it.
+within about 2x. A model no committed run trained (the paper profile's CNNs and ResNets: the default
+profile trains MLPs and `cnn_small`) takes the committed speed benchmark's rate for it, the engine's own
+path on FedAvg (`benchmarks/results/speed.json`, the same FLOP count): a FedAvg-only rate, so the
+penalised algorithms' extra passes are not in it. A GPU estimate divides by an assumed throughput
+(`GPU_TFLOPS`), stated with it.
 """
 from __future__ import annotations
 
 import functools
 import json
 import statistics
+from pathlib import Path
 
 import torch
 
@@ -27,6 +32,7 @@ from pipeline.train import RUNS_DIR
 # Effective fp32 training throughput assumed for one H100-class GPU on these small models and batches
 # (far below its peak: at B = 10-64 the kernels are small). An assumption, not a measurement.
 GPU_TFLOPS = 10.0
+BENCHMARK_RESULTS = Path("benchmarks") / "results" / "speed.json"
 
 
 def forward_flops(model: torch.nn.Module, image_shape) -> int:
@@ -119,6 +125,30 @@ def measured_throughput(params: dict) -> dict[str, float]:
         if flops:
             by_model.setdefault(settings["model"], []).append(flops / seconds)
     return {model: statistics.median(rates) for model, rates in by_model.items()}
+
+
+def benchmark_throughput(path: Path = BENCHMARK_RESULTS) -> dict[str, float]:
+    """FLOP/s per model from the committed speed benchmark when it ran on a CPU: the engine's chosen path
+    ("engine_auto") on each FedAvg workload, the median per model; {} without results."""
+    if not path.is_file():
+        return {}
+    results = json.loads(path.read_text())
+    if results.get("machine", {}).get("device") != "cpu":
+        return {}
+    by_model: dict[str, list[float]] = {}
+    for workload in results.get("workloads", {}).values():
+        rate = workload.get("implementations", {}).get("engine_auto", {}).get("flops_per_second")
+        if rate:
+            by_model.setdefault(workload["model"], []).append(rate)
+    return {model: statistics.median(rates) for model, rates in by_model.items()}
+
+
+def cpu_throughput(params: dict) -> tuple[dict[str, float], dict[str, str]]:
+    """(FLOP/s per model, where each came from: "runs" or "benchmark"): the committed runs' rate where a
+    run trained the model, the benchmark's otherwise."""
+    runs, benchmark = measured_throughput(params), benchmark_throughput()
+    rates = {**benchmark, **runs}
+    return rates, {model: "runs" if model in runs else "benchmark" for model in rates}
 
 
 def run_cost(settings: dict, params: dict, throughput: dict[str, float]) -> dict:

@@ -67,7 +67,7 @@ def main(argv=None) -> None:
     print(f"profile {params['profile']}: {len(grid['run_ids'])} runs "
           f"({len(grid_runs(grid))} run-seed stages), {len(grid['partitions'])} partitions, "
           f"datasets {', '.join(grid['datasets'])}")
-    throughput = cost.measured_throughput(params)
+    throughput, sources = cost.cpu_throughput(params)
     estimates = []
     for key in grid["run_ids"]:
         settings = resolve_run(params, key)
@@ -81,18 +81,23 @@ def main(argv=None) -> None:
             print(f"    partition {settings['partition']}: {params['partitions'][settings['partition']]}")
             for name, change in sorted(changed_scalings(settings["scaled"]).items()):
                 print(f"    scaled {name}: paper {change['paper']} -> {change['used']}")
-    print(total_line(estimates, throughput))
+    print(total_line(estimates, throughput, sources))
 
 
-def total_line(estimates: list[dict], throughput: dict) -> str:
-    """The profile's totals; CPU and FLOP totals say how many runs they leave out."""
+def total_line(estimates: list[dict], throughput: dict, sources: dict | None = None) -> str:
+    """The profile's totals; each says how many runs it leaves out (sizes unknown, model unmeasured)."""
     known = [e for e in estimates if e["flops"] is not None]
     cpu = [e["cpu_seconds"] for e in known if e["cpu_seconds"] is not None]
-    left_out = len(estimates) - len(cpu)
-    rates = ", ".join(f"{model} {rate / 1e9:.1f}" for model, rate in sorted(throughput.items())) or "none measured"
-    return (f"total: {sum(e['flops'] for e in known) / 1e12:.1f} TFLOP; CPU {sum(cpu) / 3600:.2f} h"
-            f"{f' without {left_out} run(s) of unmeasured models or sizes' if left_out else ''}; GPU "
-            f"{sum(e['gpu_seconds'] for e in known) / 3600:.2f} h at an assumed {cost.GPU_TFLOPS:g} TFLOP/s "
+    unsized, cpu_left_out = len(estimates) - len(known), len(estimates) - len(cpu)
+    sources = sources or {}
+    rates = ", ".join(f"{model} {rate / 1e9:.1f}{' (benchmark)' if sources.get(model) == 'benchmark' else ''}"
+                      for model, rate in sorted(throughput.items())) or "none measured"
+    return (f"total: {sum(e['flops'] for e in known) / 1e12:.1f} TFLOP"
+            f"{f' without {unsized} run(s) whose client sizes are unknown' if unsized else ''}; "
+            f"CPU {sum(cpu) / 3600:.2f} h"
+            f"{f' without {cpu_left_out} run(s) of unmeasured models or sizes' if cpu_left_out else ''}; GPU "
+            f"{sum(e['gpu_seconds'] for e in known) / 3600:.2f} h"
+            f"{f' without the same {unsized}' if unsized else ''} at an assumed {cost.GPU_TFLOPS:g} TFLOP/s "
             f"(measured CPU GFLOP/s by model: {rates})")
 
 

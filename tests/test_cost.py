@@ -48,3 +48,27 @@ def test_measured_throughput_from_a_committed_run(tmp_path, monkeypatch):
     (folder / "timing.json").write_text(json.dumps({"seconds_total": 3.0, "seconds_per_round": [1.0, 2.0]}))
     two_rounds = cost.run_flops({**SETTINGS, "rounds": 2}, PARAMS)
     assert cost.measured_throughput(PARAMS) == {"mlp_200": pytest.approx(two_rounds / 3.0)}
+
+
+def test_a_model_no_run_trained_takes_the_benchmarks_cpu_rate(tmp_path, monkeypatch):
+    """The paper profile's CNNs and ResNets: the benchmark's engine rate on FedAvg (the median over the
+    model's workloads), and a committed run's rate wins where there is one; a GPU benchmark gives none."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "reports" / "runs" / "r" / "seed0"
+    folder.mkdir(parents=True)
+    (folder / "settings.json").write_text(json.dumps({**SETTINGS, "seed": 0}))
+    (folder / "timing.json").write_text(json.dumps({"seconds_total": 2.0, "seconds_per_round": [1.0] * 4}))
+    engine = lambda rate: {"implementations": {"engine_auto": {"flops_per_second": rate},  # noqa: E731
+                                               "loop_tensors": {"flops_per_second": 1.0}}}
+    results = {"machine": {"device": "cpu"},
+               "workloads": {"1": {"model": "mlp_200", **engine(5e9)}, "3": {"model": "cnn_mnist", **engine(4e10)},
+                             "9": {"model": "cnn_mnist", **engine(6e10)}, "8": {"model": "cnn_fedavg", **engine(2e10)}}}
+    path = tmp_path / "benchmarks" / "results" / "speed.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(results))
+    assert cost.benchmark_throughput() == {"mlp_200": 5e9, "cnn_mnist": 5e10, "cnn_fedavg": 2e10}
+    rates, sources = cost.cpu_throughput(PARAMS)
+    assert rates["mlp_200"] == pytest.approx(cost.run_flops(SETTINGS, PARAMS) / 2.0) and sources["mlp_200"] == "runs"
+    assert rates["cnn_mnist"] == 5e10 and sources["cnn_mnist"] == "benchmark"
+    path.write_text(json.dumps({**results, "machine": {"device": "cuda"}}))
+    assert cost.benchmark_throughput() == {}
