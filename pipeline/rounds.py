@@ -177,7 +177,9 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
     index, weight = cohort_schedule(data, members, settings["local_epochs"], settings["batch_size"], seed, round_)
     frozen = frozen_names(model, settings)
     stacked = repeat_for({n: v for n, v in state["params"].items() if n not in frozen}, len(members))
-    fixed = repeat_for({n: state["params"][n] for n in frozen}, len(members))
+    # In the model's order, not the set's (which follows the string hash, random per process): the
+    # saved model's key order, and so its bytes, must not change from run to run.
+    fixed = repeat_for({n: v for n, v in state["params"].items() if n in frozen}, len(members))
     buffers = repeat_for(state["buffers"], len(members))
     contexts = stack_trees([algorithm.client_context(state, k, hp) for k in members])
     tracker_factory = getattr(algorithm, "local_tracker", lambda hp: None)(hp)

@@ -385,6 +385,31 @@ def test_a_frozen_classifier_is_neither_trained_nor_averaged(model_name, vectori
         assert torch.equal(value, initial[name]) == (name in frozen), name
 
 
+class ReversedSet(frozenset):
+    """A set that iterates in the reverse of the order it was given: the frozen names as a hash seed
+    other than this process's could order them."""
+
+    def __new__(cls, names):
+        made = super().__new__(cls, names)
+        made.order = list(reversed(list(names)))
+        return made
+
+    def __iter__(self):
+        return iter(self.order)
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_a_frozen_runs_state_keeps_the_models_parameter_order_whatever_the_sets_order(vectorized, monkeypatch):
+    """The saved model's bytes follow its keys' order: a frozen run's must be the model's, not the order
+    a set of frozen names happens to iterate in (found when a fresh-clone run wrote another md5)."""
+    from pipeline import rounds
+    frozen_names = rounds.frozen_names
+    monkeypatch.setattr(rounds, "frozen_names", lambda model, run: ReversedSet(
+        [name for name, _ in model.named_parameters() if name in frozen_names(model, run)]))
+    state = run_rounds(fedavg, {}, make_data((6, 9, 5)), settings(freeze="classifier"), vectorized=vectorized)
+    assert list(state["params"]) == [name for name, _ in build().named_parameters()]
+
+
 def test_frozen_runs_agree_between_paths_and_train_like_a_model_without_a_classifier_gradient():
     """The same numbers on both paths; and against torch.optim.SGD on one client with the classifier's
     requires_grad off (what freezing means)."""
