@@ -6,8 +6,7 @@
 Workloads 1-3 and 6-8 run one FedAvg workload (benchmarks/workloads.py) through
   (a) the engine, `run_round(..., vectorized=prefer_vectorized(model, device))` ("auto": vmap for MLPs,
       one client at a time for CNNs on a CPU, where vmap over convolutions is slower; a CNN on a CPU
-      also gets the forced-vmap number, "engine_vmap", unless it has BatchNorm, which trains one client
-      at a time only),
+      also gets the forced-vmap number, "engine_vmap", BatchNorm models included),
   (b) the engine's sequential reference path (vectorized=False),
   (c) a careful per-client loop over in-memory tensors, (d) the same loop fed by a DataLoader with
       per-sample transforms (benchmarks/loops.py), and
