@@ -84,12 +84,11 @@ def main(argv=None) -> None:
     print(total_line(estimates, throughput, sources))
 
 
-def total_line(estimates: list[dict], throughput: dict, sources: dict | None = None) -> str:
+def total_line(estimates: list[dict], throughput: dict, sources: dict) -> str:
     """The profile's totals; each says how many runs it leaves out (sizes unknown, model unmeasured)."""
     known = [e for e in estimates if e["flops"] is not None]
     cpu = [e["cpu_seconds"] for e in known if e["cpu_seconds"] is not None]
     unsized, cpu_left_out = len(estimates) - len(known), len(estimates) - len(cpu)
-    sources = sources or {}
     rates = ", ".join(f"{model} {rate / 1e9:.1f}{' (benchmark)' if sources.get(model) == 'benchmark' else ''}"
                       for model, rate in sorted(throughput.items())) or "none measured"
     return (f"total: {sum(e['flops'] for e in known) / 1e12:.1f} TFLOP"
