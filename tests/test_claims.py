@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import t as student_t
 
 from pipeline.report.seeds import (ALPHA, FAILED, HELD, INCONCLUSIVE, K_LAST, RULE, best_of, combine, compare, decide,
-                                   decide_trains, last_k_mean, mean_sd, welch)
+                                   last_k_mean, mean_sd, welch)
 
 
 def welch_by_hand(first: list[float], second: list[float]) -> tuple[float, float, float]:
@@ -111,10 +111,15 @@ def test_one_seed_can_never_separate():
     assert decide([], [], "higher") == INCONCLUSIVE
 
 
-def test_constant_sides():
-    # Each side the same on every seed, and different: separated (needs n >= 2 each).
-    assert decide([5.0, 5.0], [7.0, 7.0], "lower") == HELD
-    assert decide([7.0, 7.0, 7.0], [5.0, 5.0], "lower") == FAILED
+def test_constant_sides_go_to_the_exact_permutation_test():
+    # Each side the same on every seed: Welch's t is undefined (sd 0). Of the C(n1 + n2, n1) ways to deal
+    # the values into two sides only the observed one and its mirror are as far apart.
+    two = compare([5.0, 5.0], [7.0, 7.0], "lower")
+    assert two.status == INCONCLUSIVE and two.p == pytest.approx(2 / 6)  # C(4, 2) = 6
+    assert decide([5.0] * 4, [7.0] * 4, "lower") == HELD  # 2 / C(8, 4) = 2 / 70 = 0.029
+    assert decide([7.0] * 4, [5.0] * 4, "lower") == FAILED
+    three_two = compare([7.0, 7.0, 7.0], [5.0, 5.0], "lower")
+    assert three_two.p == pytest.approx(1 / 10)  # sizes differ: no mirror, 1 of C(5, 2) = 10
     assert decide([5.0], [7.0], "lower") == INCONCLUSIVE
     # A tie on every seed: neither side is better.
     assert decide([5.0, 5.0], [5.0, 5.0], "lower") == INCONCLUSIVE
@@ -184,15 +189,14 @@ def test_an_ordering_chains_the_pairwise_claims():
     assert combine([]) == INCONCLUSIVE
 
 
-def test_a_run_trains_at_a_setting():
-    assert decide_trains([False, False]) == HELD
-    assert decide_trains([True, True, True]) == FAILED
-    assert decide_trains([True, False, True]) == INCONCLUSIVE
-    assert decide_trains([True]) == INCONCLUSIVE  # one seed cannot decide it
-    assert decide_trains([]) == INCONCLUSIVE
+def test_the_rule_names_every_test_a_comparison_can_carry():
+    # The ledger's test column prints Comparison.test; the rule printed above the ledger must explain each.
+    from pipeline.report import seeds
 
-
-def test_the_rule_as_the_ledger_states_it():
-    for words in ("Welch", "two-sided", f"p < {ALPHA:g}", "at least 2 seeds", f"last {K_LAST} evaluated rounds",
-                  "never reached the target", "inconclusive", "every comparison is held"):
+    names = {seeds.PAIRED: "paired", seeds.WELCH: "Welch", seeds.EXACT_PAIRED: "2/2^n",
+             seeds.EXACT_UNPAIRED: "2/C(n1 + n2, n1)"}
+    assert set(names) == {value for name, value in vars(seeds).items()
+                          if name in ("PAIRED", "WELCH", "EXACT_PAIRED", "EXACT_UNPAIRED")}
+    for words in names.values():
         assert words in RULE, words
+    assert f"p < {ALPHA:g}" in RULE and f"last {K_LAST} evaluated rounds" in RULE

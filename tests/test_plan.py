@@ -78,6 +78,21 @@ def test_plan_lists_every_run_of_the_paper_profile(paper_params):
     assert "R=200" in result.stdout and "cnn_mnist" in result.stdout
 
 
+def test_every_run_has_at_least_three_seeds_in_both_profiles(paper_params):
+    # Issue 37: a claim is decided over seeds (two at least, three for a spread worth the name); a run
+    # with one seed leaves every claim on it undecided at any scale. `plan` is what a researcher reads.
+    import re
+
+    for profile in ("paper", "default"):
+        result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", profile], cwd=REPO,
+                                capture_output=True, text=True, check=True)
+        lines = result.stdout.splitlines()[1:-1]
+        assert lines, profile
+        for line in lines:
+            seeds = re.search(r"seeds=\[([0-9, ]*)\]", line)
+            assert seeds and len(seeds.group(1).split(",")) >= 3, (profile, line.split()[0])
+
+
 def test_plan_verbose_lists_only_the_keys_the_default_profile_changed():
     # fedwavg_t2_c28_fedavg runs the paper's E = 5: not listed as a scaling; its rounds (100 -> 10) and
     # model are.

@@ -23,14 +23,25 @@ PAPERS = [("fedcurv", fedcurv, "Shoham et al. 2019, Overcoming Forgetting in Fed
                                "Events in Label Imbalanced Non-IID")]
 
 
+def decided_share(claims: list) -> tuple[int, int]:
+    """(decided, run): claims held or failed, out of the claims this profile runs (not 'not run')."""
+    run = [c for c in claims if c.status != "not run"]
+    return sum(c.status in ("held", "failed") for c in run), len(run)
+
+
 def claims_markdown(claims: list, profile: str) -> str:
     lines = ["# Claims ledger", "", f"Profile: **{profile}**. Each claim a paper makes, checked on our numbers: "
              "held, failed, inconclusive (our seeds do not separate the two sides) or not run (with why).", "",
              "## The rule", "", RULE, "",
-             "| paper | claim | published | seeds (n) | status | our numbers |", "|---|---|---|---|---|---|"]
-    lines += [f"| {c.paper} | {c.text} | {c.published} | {c.seeds} | **{c.status}** | {c.evidence} |" for c in claims]
+             "| paper | claim | published | seeds (n) | test | status | our numbers | power (undecided) |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.paper} | {c.text} | {c.published} | {c.seeds} | {c.test} | **{c.status}** | {c.evidence} | "
+              f"{c.power} |" for c in claims]
     counts = {s: sum(c.status == s for c in claims) for s in ("held", "failed", "inconclusive", "not run")}
-    lines += ["", "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
+    decided, run = decided_share(claims)
+    lines += ["", "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+              + f"; decided: {decided} of the {run} claims this profile runs"
+              + (f" ({decided / run:.0%})" if run else "")]
     return "\n".join(lines) + "\n"
 
 
@@ -127,7 +138,7 @@ def example_events_section(results: dict[str, SeededRun]) -> list[str]:
              "federated run also its forgettable examples (FedWAvg's federated events: local model right "
              "before aggregation, new global model wrong), summed over clients and rounds. The counts cover the "
              "clients that trained at least once (every client when C = 1); a centralised run is one client "
-             "holding all data, its optimiser state reset each round like any client's. Mean ± sd over seeds.",
+             "holding all data (trained in one round, as FedWAvg's centralised runs are, its optimiser state is never reset). Mean ± sd over seeds.",
              "", "| run | seeds | clients | rounds × E, C | presentation events | forgotten | unforgettable | "
                  "never learned | forgettable (federated) |", "|---|---|---|---|---|---|---|---|---|"]
     for key, run in counted.items():
@@ -229,6 +240,7 @@ def main() -> None:
     write_json(REPORTS_DIR / "claims.json", {
         "held": statuses.count("held"), "failed": statuses.count("failed"),
         "inconclusive": statuses.count("inconclusive"), "not_run": statuses.count("not run"),
+        "decided_share": round(decided_share(claims)[0] / max(1, decided_share(claims)[1]), 4),
         "claims": {name: {c.id: c.status for c in claims if c.paper == name} for name, _, _ in PAPERS}})
     write_json(REPORTS_DIR / "summary.json", headline(results, claims))
     write_text(REPORTS_DIR / "README.md", index_markdown(profile, results, built))

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from pipeline.config import changed_scalings
 from pipeline.io import atomic_path, write_text
-from pipeline.report.seeds import K_LAST, Comparison, compare, has_value, last_k_mean, mean_sd
+from pipeline.report.seeds import (K_LAST, Comparison, PerSeed, claim_power, compare, has_value, last_k_mean, mean_sd,
+                                   rounds_to_target_moving, deciding_tests)
 
 RUNS_DIR = Path("reports/runs")
 NC = "NC"  # never reached the target (or diverged), as the papers write it
@@ -133,19 +134,30 @@ class SeededRun:
     def paper_value(self, key: str):
         return self.results[0].paper_value(key)
 
-    def rounds_to(self, target: float, diverged_as_nc: bool = False) -> list[int | None]:
-        """Per seed: rounds to `target` (None: never reached; with diverged_as_nc, also a diverged seed)."""
-        return [None if diverged_as_nc and r.diverged else r.rounds_to(target) for r in self.results]
+    def per_seed(self, values: list) -> PerSeed:
+        """Values in this run's seed order, carrying the seeds (so that comparisons pair by seed)."""
+        return PerSeed(values, self.seeds)
 
-    def accuracy_means(self, at: int | None = None, k: int = K_LAST, percent: bool = True) -> list[float | None]:
+    def rounds_to(self, target: float, diverged_as_nc: bool = False) -> PerSeed:
+        """Per seed: rounds to `target`, the paper's reading (the first round at or above it; None: never
+        reached; with diverged_as_nc, also a diverged seed)."""
+        return self.per_seed([None if diverged_as_nc and r.diverged else r.rounds_to(target) for r in self.results])
+
+    def rounds_to_moving(self, target: float, k: int = K_LAST) -> PerSeed:
+        """Per seed: the first round at which the mean of its last `k` evaluated rounds reaches `target`
+        (None: never, or diverged before)."""
+        return self.per_seed([None if r.diverged else rounds_to_target_moving(r.rounds, r.accuracy, target, k)
+                              for r in self.results])
+
+    def accuracy_means(self, at: int | None = None, k: int = K_LAST, percent: bool = True) -> PerSeed:
         """Per seed: the mean accuracy over its last `k` evaluated rounds up to `at` (k = 1: the accuracy
         after that round); None for a diverged seed or one that never got to round `at`."""
         scale = 100.0 if percent else 1.0
-        return [None if (v := r.accuracy_mean(at, k)) is None else scale * v for r in self.results]
+        return self.per_seed([None if (v := r.accuracy_mean(at, k)) is None else scale * v for r in self.results])
 
-    def final_accuracies(self) -> list[float | None]:
+    def final_accuracies(self) -> PerSeed:
         """Per seed: the summary's final accuracy (fraction); None for a diverged seed."""
-        return [None if r.diverged else r.summary.get("final_accuracy") for r in self.results]
+        return self.per_seed([None if r.diverged else r.summary.get("final_accuracy") for r in self.results])
 
     def matches_paper(self, algorithm: dict | None = None) -> bool:
         """The run's settings are the paper's: nothing scaled, and the algorithm's hyperparameters named
@@ -354,10 +366,20 @@ class Claim:
     evidence: str
     published: str = ""
     seeds: str = ""  # the n of each side, e.g. "3 vs 3"
+    comparisons: list[Comparison] = field(default_factory=list)  # what decided it (tests, power)
+    unit: str = ""  # of the compared values, for the power line ("rounds", "points")
 
-    def as_dict(self) -> dict:
-        return {"paper": self.paper, "id": self.id, "claim": self.text, "status": self.status,
-                "evidence": self.evidence, "published": self.published, "seeds": self.seeds}
+    @property
+    def test(self) -> str:
+        """Which test decided the claim's comparisons (paired t, Welch t, or — for none)."""
+        return deciding_tests(self.comparisons)
+
+    @property
+    def power(self) -> str:
+        """For an undecided claim: what would decide it (claim_power); "" otherwise."""
+        if self.status != "inconclusive":
+            return ""
+        return claim_power(self.comparisons, self.unit) or "no comparison to measure (see our numbers)"
 
 
 def not_run_claim(paper: str, claim_id: str, text: str, published: str, results: dict, keys) -> Claim | None:
@@ -370,23 +392,35 @@ def not_run_claim(paper: str, claim_id: str, text: str, published: str, results:
 
 def comparison_claim(paper: str, claim_id: str, text: str, published: str, first: str, second: str,
                      first_values: list, second_values: list, better: str, cell, what: str = "",
-                     margin: float = 0.0) -> Claim:
+                     margin: float = 0.0, unit: str = "") -> Claim:
     """A claim decided by the rule on two runs' per-seed values (`margin` shifts the first side up)."""
-    shifted = [v + margin if has_value(v) else v for v in first_values]
+    shifted = shift(first_values, margin)
     comparison = compare(shifted, second_values, better)
     evidence = f"{first}: {cell(first_values)}, {second}: {cell(second_values)}{what}; {comparison.reason}"
-    return Claim(paper, claim_id, text, comparison.status, evidence, published, comparison.seeds)
+    return Claim(paper, claim_id, text, comparison.status, evidence, published, comparison.seeds, [comparison], unit)
+
+
+def shift(values, margin: float):
+    """Each value + margin (None and NaN stay), keeping the seeds of a PerSeed."""
+    if isinstance(values, PerSeed):
+        return values.map(lambda v: v + margin)
+    return [v + margin if has_value(v) else v for v in values]
 
 
 def fewer_rounds_claim(paper, claim_id, text, published, results, first, second, target) -> Claim:
-    """Claim: run `first` reaches `target` in fewer rounds than run `second`, decided over seeds
-    (a seed that never reached it has no value)."""
+    """Claim: run `first` reaches `target` in fewer rounds than run `second`, decided over seeds on the
+    K_LAST-round moving mean (a seed whose moving mean never reaches it has no value); the paper's first
+    crossing is shown beside it."""
     absent = not_run_claim(paper, claim_id, text, published, results, (first, second))
     if absent:
         return absent
-    return comparison_claim(paper, claim_id, text, published, first, second, results[first].rounds_to(target),
-                            results[second].rounds_to(target), "lower", rounds_cell,
-                            f" rounds to {target:.0%}")
+    claim = comparison_claim(paper, claim_id, text, published, first, second,
+                             results[first].rounds_to_moving(target), results[second].rounds_to_moving(target),
+                             "lower", rounds_cell, f" rounds to {target:.0%} ({K_LAST}-round moving mean)",
+                             unit="rounds")
+    claim.evidence += (f"; first crossing (the paper's reading): {first} {rounds_cell(results[first].rounds_to(target))}, "
+                       f"{second} {rounds_cell(results[second].rounds_to(target))}")
+    return claim
 
 
 def comparisons_seeds(comparisons: list[Comparison]) -> str:

@@ -1,21 +1,31 @@
 """Summaries over a run's seeds, and THE rule that decides every claim of every paper.
 
-A claim compares two sides, each a list of per-seed values of one run (accuracy: the mean of a seed's
-last K_LAST evaluated rounds; rounds to a target: the first round at or above it). A value of None
-(or NaN) means the seed has none: it never reached the target (NC) or it diverged. `decide` applies the
-rule below; `RULE` is its statement as the claims ledger prints it, once, at the top.
+A claim compares two sides, each a run's per-seed values (accuracy: the mean of a seed's last K_LAST
+evaluated rounds; rounds to a target: the first round at which the K_LAST-round moving mean reaches
+it). A value of None (or NaN) means the seed has none: it never reached the target (NC) or it
+diverged. Values carry the seeds they came from (`PerSeed`), so that two sides trained on the same
+seeds (common random numbers: seed s gives every method the same initial model, client sampling and
+batch order) are compared seed by seed. `compare` applies the rule below; `RULE` is its statement
+as the claims ledger prints it, once, at the top.
 
 Edge cases, decided here and stated in RULE:
-- fewer than 2 seeds on either side: inconclusive. One seed can never separate two methods: a single
-  run cannot tell a method's effect from seed-to-seed noise, so every claim on today's one-seed runs
-  is inconclusive, honestly.
-- both sides constant across their seeds (sd 0), n >= 2 each: separated whenever the values differ
-  (Welch's t is infinite, p = 0); equal values are a tie: inconclusive.
+- the test: a paired t-test on the per-seed differences when both sides carry the same seeds; Welch's
+  t-test otherwise (a side without seed identity, or seeds that differ: pairing is refused, never
+  guessed). Each comparison says which test decided it.
+- fewer than 2 seeds on either side: inconclusive. One seed can never separate two methods.
+- constant differences (paired) or both sides constant (Welch): the t statistic is undefined (sd 0),
+  which integer rounds to a target hit often (every seed one round apart). The exact permutation test
+  decides then: sign flips of the n differences (p = 2 / 2^n: 6 seeds at least) or relabellings of
+  the n1 + n2 values (p = 2 / C(n1 + n2, n1): 4 seeds a side). Equal values are a tie: inconclusive.
 - seeds without a value: if every seed of one side has a value and no seed of the other does (n >= 2
   each), the side with values is better (it reached the target / trained, the other never did); if no
   seed of either side has one, or only some seeds of a side lack one, inconclusive.
 - a tie of means (or p >= alpha): inconclusive, never failed; "failed" needs the seeds to separate the
   sides the other way.
+
+For a comparison the seeds do not decide, `power_line` says what would: the observed effect, its sd,
+and the seeds a side that a two-sided test at ALPHA would need for POWER (80 %) power, or why no
+number of seeds decides it at this scale.
 """
 from __future__ import annotations
 
@@ -23,31 +33,67 @@ import math
 import statistics
 import warnings
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 ALPHA = 0.05
-K_LAST = 5  # accuracy = the mean of a seed's last K_LAST evaluated rounds (all of them if it has fewer)
+POWER = 0.8
+MAX_SEEDS = 200  # the power search stops here: beyond it, more seeds are not the way to decide a claim
+K_LAST = 5  # accuracy = the mean of a seed's last K_LAST evaluated rounds (all of them if it has fewer);
+# rounds to a target = the first round at which the mean of the last K_LAST evaluated rounds reaches it
 
 HELD, FAILED, INCONCLUSIVE = "held", "failed", "inconclusive"
+PAIRED, WELCH = "paired t", "Welch t"
+EXACT_PAIRED, EXACT_UNPAIRED = "exact sign-flip", "exact permutation"  # where the seeds' sd is zero
 
 RULE = (
     f"One rule decides every claim. Each side of a claim is its run's per-seed values (accuracy: the mean of "
     f"a seed's last {K_LAST} evaluated rounds, except TCE's: the last model's test accuracy, which its Table 1 "
-    f"reports; rounds to a target: the first round at or above it). "
+    f"reports; rounds to a target: the first round at which the mean of the last {K_LAST} evaluated rounds "
+    f"reaches it, with the paper's own reading, the first round at or above it, shown beside). "
     f"**held** = the seeds separate the two sides in the claimed direction, **failed** = they separate them "
     f"the other way, **inconclusive** = they do not separate them. Separated means: at least 2 seeds on each "
     f"side (a single seed can never separate: one run cannot tell a method from seed noise) and either "
-    f"Welch's two-sided t-test over the per-seed values gives p < {ALPHA:g} (two sides each constant across "
-    f"seeds are separated whenever they differ), or every seed of one side has a value and no seed of the "
-    f"other does (a seed that never reached the target, NC, or diverged has no value; NC or diverged seeds "
-    f"on both sides, or on only some seeds of a side: inconclusive). A claim made of several comparisons "
-    f"(best of an ablation: the full method against each other method; an ordering; 'at every rate') is "
-    f"held when every comparison is held, failed when any is failed, else inconclusive. 'Within 1 point or "
-    f"better' shifts the first side up by 1 point before the test. A claim that a run trains at a setting: "
-    f"held when at least 2 seeds all trained, failed when at least 2 seeds all diverged, else inconclusive. "
-    f"The seeds column gives each side's n."
+    f"a two-sided t-test gives p < {ALPHA:g} — **paired** on the per-seed differences when both sides ran the "
+    f"same seeds (seed s gives every method the same initial model, client sampling and batch order), "
+    f"**Welch**'s over the per-seed values otherwise (the test column says which; where the seeds' sd is zero, as when every seed differs by "
+    f"the same whole round, the t statistic is undefined and the exact permutation test decides: p = 2/2^n "
+    f"paired, 2/C(n1 + n2, n1) unpaired) — or every seed of one side has a value and no "
+    f"seed of the other does (a seed that never reached the target, NC, or diverged has no value; NC or "
+    f"diverged seeds on both sides, or on only some seeds of a side: inconclusive). A claim made of several "
+    f"comparisons (best of an ablation: the full method against each other method; an ordering; 'at every "
+    f"rate') is held when every comparison is held, failed when any is failed, else inconclusive. 'Within 1 "
+    f"point or better' shifts the first side up by 1 point before the test. A count claim ('more learning "
+    f"rates within x points of the best') counts each rate in, out or open by the rule, and is held when "
+    f"the claimed side's fewest possible count exceeds the other's most, failed when its most cannot. The seeds column gives each side's n. For an undecided claim the power column gives the "
+    f"observed effect, its sd over seeds and the seeds a side that would decide it at {POWER:.0%} power "
+    f"(two-sided, α = {ALPHA:g}; the noncentral t), or why no number of seeds decides it at this scale."
 )
 
+
+class PerSeed(list):
+    """Per-seed values in seed order, with the seeds they came from (`seeds`; None: unknown). A list, so
+    every summary reads it as one; `compare` pairs two sides whose seeds are the same. Derive values with
+    `map` (a list comprehension drops the seeds, and the comparison falls back to Welch)."""
+
+    def __init__(self, values: Iterable = (), seeds: Iterable[int] | None = None):
+        super().__init__(values)
+        self.seeds = None if seeds is None else tuple(int(s) for s in seeds)
+        if self.seeds is not None and len(self.seeds) != len(self):
+            raise ValueError(f"{len(self)} values for {len(self.seeds)} seeds")
+
+    @classmethod
+    def from_dict(cls, by_seed: dict) -> "PerSeed":
+        seeds = sorted(by_seed)
+        return cls([by_seed[s] for s in seeds], seeds)
+
+    def by_seed(self) -> dict:
+        if self.seeds is None:
+            raise ValueError("these values carry no seeds")
+        return dict(zip(self.seeds, self))
+
+    def map(self, transform: Callable) -> "PerSeed":
+        """transform(value) for each value that exists (None and NaN stay as they are), seeds kept."""
+        return PerSeed([transform(v) if has_value(v) else v for v in self], self.seeds)
 
 def has_value(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
@@ -75,14 +121,44 @@ def last_k_mean(accuracies: Sequence, k: int = K_LAST) -> float | None:
     return statistics.fmean(float(v) for v in window)
 
 
+def rounds_to_target_moving(rounds: Sequence[int], accuracies: Sequence, target: float,
+                            k: int = K_LAST) -> int | None:
+    """The first round at which the mean of the last `k` evaluated accuracies (a full window of k) is at
+    or above `target`; None if it never is. A window holding a diverged (NaN) value has no mean. One
+    lucky round of a swinging non-IID curve does not count as reaching the target; k rounds that
+    average above it do."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    rounds, accuracies = list(rounds), list(accuracies)
+    for end in range(k, len(accuracies) + 1):
+        window = accuracies[end - k:end]
+        if all(has_value(v) for v in window) and statistics.fmean(float(v) for v in window) >= target - 1e-12:
+            return int(rounds[end - 1])
+    return None
+
+
+def window_mean(rounds: Sequence[int], values: Sequence, at: int, width: int) -> float | None:
+    """The mean of the `width` values at rounds at - width + 1 .. at (a whole period of a quantity that
+    swings with period `width`); None if any of those rounds is missing or has no value."""
+    by_round = dict(zip((int(r) for r in rounds), values))
+    window = [by_round.get(r) for r in range(at - width + 1, at + 1)]
+    if not window or not all(has_value(v) for v in window):
+        return None
+    return statistics.fmean(float(v) for v in window)
+
+
 @dataclass
 class Comparison:
-    """The rule's verdict on first vs second, and why (for a claim's evidence)."""
+    """The rule's verdict on first vs second, and why (for a claim's evidence and its power line)."""
     status: str  # held | failed | inconclusive
     reason: str
     n_first: int
     n_second: int
     p: float | None = None
+    test: str = ""  # PAIRED | WELCH | EXACT_PAIRED | EXACT_UNPAIRED | "" (no test: n < 2, NC)
+    effect: float | None = None  # mean difference, first minus second, in the claimed direction (> 0: as claimed)
+    sd: float | None = None  # the sd the test used: of the paired differences, or the two sides' pooled sd
+    undecidable: str = ""  # why no number of seeds decides it at this scale ("" if more seeds could)
 
     @property
     def seeds(self) -> str:
@@ -99,44 +175,227 @@ def welch(first: Sequence[float], second: Sequence[float]) -> tuple[float, float
     return float(result.statistic), float(result.df), float(result.pvalue)
 
 
+def paired(first: Sequence[float], second: Sequence[float]) -> tuple[float, float, float]:
+    """(t, df, two-sided p) of the paired t-test on first[i] - second[i] (scipy.stats.ttest_rel)."""
+    from scipy.stats import ttest_rel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = ttest_rel(list(first), list(second))
+    return float(result.statistic), float(result.df), float(result.pvalue)
+
+
 def _constant(values: list[float]) -> bool:
     return max(values) - min(values) <= 1e-12 * max(1.0, max(abs(v) for v in values))
 
 
+def pairing(first: Sequence, second: Sequence) -> tuple[list[int] | None, str]:
+    """The seeds to pair the two sides on, or None and why not: pairing needs both sides to carry their
+    seeds, and the same ones (a seed of one side with no partner would be dropped or guessed)."""
+    seeds_first, seeds_second = getattr(first, "seeds", None), getattr(second, "seeds", None)
+    if seeds_first is None or seeds_second is None:
+        return None, "unpaired: a side without its seeds"
+    if sorted(seeds_first) != sorted(seeds_second):
+        return None, (f"unpaired: seeds {', '.join(map(str, seeds_first))} vs "
+                      f"{', '.join(map(str, seeds_second))} differ")
+    return sorted(seeds_first), ""
+
+
+def exact_p(n1: int, n2: int, is_paired: bool) -> float:
+    """Two-sided p of the exact permutation test when every seed says the same (sd zero, values apart):
+    only the observed arrangement and its mirror are as extreme. Paired: 2 of the 2^n sign flips of the
+    differences; unpaired: 2 of the C(n1 + n2, n1) ways to deal the values into the two sides (1 of them
+    when the sides' sizes differ, since the mirror arrangement then does not exist)."""
+    if is_paired:
+        return min(1.0, 2.0 / 2 ** n1)
+    return min(1.0, (2.0 if n1 == n2 else 1.0) / math.comb(n1 + n2, n1))
+
+
+def exact_seeds(is_paired: bool, alpha: float = ALPHA) -> int:
+    """The fewest seeds a side at which unanimous seeds separate the sides by the exact test."""
+    n = 2
+    while exact_p(n, n, is_paired) >= alpha:
+        n += 1
+    return n
+
+
+def _without_values(first: list, second: list, n1: int, n2: int) -> Comparison:
+    """The NC rule, for sides where some seeds have no value (never reached the target, or diverged)."""
+    a = [v for v in first if has_value(v)]
+    b = [v for v in second if has_value(v)]
+    if len(a) == n1 and not b:
+        return Comparison(HELD, "every seed of the first has a value, no seed of the second", n1, n2)
+    if len(b) == n2 and not a:
+        return Comparison(FAILED, "every seed of the second has a value, no seed of the first", n1, n2)
+    if not a and not b:
+        return Comparison(INCONCLUSIVE, "no seed of either side has a value", n1, n2,
+                          undecidable="no seed of either side has a value (none reaches the target, or all diverged)")
+    return Comparison(INCONCLUSIVE, f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a value", n1, n2,
+                      undecidable=f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a value (NC or "
+                                  "diverged): a t-test has no number for them, and more seeds keep some")
+
+
+def _verdict(p: float, difference: float, alpha: float) -> str:
+    if p < alpha and difference > 0:
+        return HELD
+    if p < alpha and difference < 0:
+        return FAILED
+    return INCONCLUSIVE
+
+
 def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: float = ALPHA) -> Comparison:
-    """THE claim rule: is `first` better than `second` (higher or lower values), over their seeds?"""
+    """THE claim rule: is `first` better than `second` (higher or lower values), over their seeds? Paired
+    by seed when both sides carry the same seeds (`PerSeed`), Welch otherwise."""
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
+    seeds, why_unpaired = pairing(first, second)
+    if seeds is not None:  # both sides in the same seed order
+        first, second = [first.by_seed()[s] for s in seeds], [second.by_seed()[s] for s in seeds]
     first, second = list(first), list(second)
     n1, n2 = len(first), len(second)
     if n1 < 2 or n2 < 2:
-        return Comparison(INCONCLUSIVE, f"n = {n1} vs {n2}: a single seed cannot separate", n1, n2)
-    a = [float(v) for v in first if has_value(v)]
-    b = [float(v) for v in second if has_value(v)]
-    if len(a) < n1 or len(b) < n2:  # some seeds have no value (NC or diverged)
-        if len(a) == n1 and not b:
-            return Comparison(HELD, "every seed of the first has a value, no seed of the second", n1, n2)
-        if len(b) == n2 and not a:
-            return Comparison(FAILED, "every seed of the second has a value, no seed of the first", n1, n2)
-        if not a and not b:
-            return Comparison(INCONCLUSIVE, "no seed of either side has a value", n1, n2)
-        return Comparison(INCONCLUSIVE, f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a value",
-                          n1, n2)
+        return Comparison(INCONCLUSIVE, f"n = {n1} vs {n2}: a single seed cannot separate", n1, n2,
+                          undecidable="" if n1 and n2 else "a side has no seed")
+    if not all(has_value(v) for v in first + second):
+        return _without_values(first, second, n1, n2)
+    a, b = [float(v) for v in first], [float(v) for v in second]
     sign = 1 if better == "higher" else -1
-    difference = sign * (statistics.fmean(a) - statistics.fmean(b))  # > 0: first is better
+    if seeds is not None:
+        return _compare_paired(a, b, sign, alpha, n1)
+    return _compare_welch(a, b, sign, alpha, why_unpaired)
+
+
+def _tie(n1: int, n2: int, test: str) -> Comparison:
+    return Comparison(INCONCLUSIVE, "the same value on every seed of both sides", n1, n2, 1.0, test, 0.0, 0.0,
+                      undecidable="the two sides are equal on every seed")
+
+
+def _exact(effect: float, n1: int, n2: int, is_paired: bool, alpha: float, why: str) -> Comparison:
+    """Every seed says the same (sd zero): the exact permutation test's verdict."""
+    p = exact_p(n1, n2, is_paired)
+    if is_paired:
+        text = f"the same difference on every seed: exact sign-flip p = 2/2^{n1} = {p:.3g}"
+    else:
+        text = (f"each side constant across its seeds: exact permutation p = {2 if n1 == n2 else 1}/"
+                f"C({n1 + n2},{n1}) = {p:.3g}; {why}")
+    return Comparison(_verdict(p, effect, alpha), text, n1, n2, p, EXACT_PAIRED if is_paired else EXACT_UNPAIRED,
+                      effect, 0.0)
+
+
+def _t_test(p: float, effect: float, sd: float, n1: int, n2: int, test: str, alpha: float, text: str) -> Comparison:
+    status = _verdict(p, effect, alpha)
+    if status == INCONCLUSIVE:
+        text += f" (not < {alpha:g})" if p >= alpha else " (a tie of means)"
+    return Comparison(status, text, n1, n2, p, test, effect, sd)
+
+
+def _is_zero(value: float, scale: float) -> bool:
+    return abs(value) <= 1e-12 * max(1.0, abs(scale))
+
+
+def _compare_paired(a: list[float], b: list[float], sign: int, alpha: float, n: int) -> Comparison:
+    differences = [sign * (x - y) for x, y in zip(a, b)]  # > 0: first is better on that seed
+    effect, sd = statistics.fmean(differences), statistics.stdev(differences)
+    if _constant(differences):
+        if _is_zero(effect, statistics.fmean(a)):
+            return _tie(n, n, EXACT_PAIRED)
+        return _exact(effect, n, n, True, alpha, "")
+    _, _, p = paired(a, b)
+    return _t_test(p, effect, sd, n, n, PAIRED, alpha, f"paired t-test over {n} seeds: p = {p:.3g}")
+
+
+def _compare_welch(a: list[float], b: list[float], sign: int, alpha: float, why_unpaired: str) -> Comparison:
+    n1, n2 = len(a), len(b)
+    effect = sign * (statistics.fmean(a) - statistics.fmean(b))  # > 0: first is better
+    sd = math.sqrt((statistics.variance(a) + statistics.variance(b)) / 2)
     if _constant(a) and _constant(b):
-        if abs(statistics.fmean(a) - statistics.fmean(b)) <= 1e-12 * max(1.0, abs(statistics.fmean(a))):
-            return Comparison(INCONCLUSIVE, "the same value on every seed of both sides", n1, n2, 1.0)
-        return Comparison(HELD if difference > 0 else FAILED, "each side constant across its seeds, and they differ",
-                          n1, n2, 0.0)
+        if _is_zero(effect, statistics.fmean(a)):
+            return _tie(n1, n2, EXACT_UNPAIRED)
+        return _exact(effect, n1, n2, False, alpha, why_unpaired)
     _, _, p = welch(a, b)
     text = f"Welch p = {p:.3g}"
-    if p < alpha and difference > 0:
-        return Comparison(HELD, text, n1, n2, p)
-    if p < alpha and difference < 0:
-        return Comparison(FAILED, text, n1, n2, p)
-    return Comparison(INCONCLUSIVE, text + f" (not < {alpha:g})" if p >= alpha else text + " (a tie of means)",
-                      n1, n2, p)
+    comparison = _t_test(p, effect, sd, n1, n2, WELCH, alpha, text)
+    comparison.reason += f"; {why_unpaired}"
+    return comparison
+
+
+# ---------------------------------------------------------------- power: what would decide an undecided claim
+
+def power_of_t_test(effect_size: float, n: int, is_paired: bool, alpha: float = ALPHA) -> float:
+    """Power of the two-sided t-test at `alpha` for a standardised effect d with n seeds a side: the
+    noncentral t's mass beyond the critical values. Paired: one sample of n differences, df = n - 1,
+    noncentrality d·sqrt(n); unpaired: two samples of n, df = 2n - 2, noncentrality d·sqrt(n/2)."""
+    from scipy.stats import nct, t
+
+    df = n - 1 if is_paired else 2 * n - 2
+    noncentrality = abs(effect_size) * math.sqrt(n if is_paired else n / 2)
+    critical = t.ppf(1 - alpha / 2, df)
+    return float(nct.sf(critical, df, noncentrality) + nct.cdf(-critical, df, noncentrality))
+
+
+def seeds_for_power(effect_size: float, is_paired: bool, power: float = POWER, alpha: float = ALPHA,
+                    most: int = MAX_SEEDS) -> int | None:
+    """The fewest seeds a side (>= 2) at which the test reaches `power` for the standardised effect d;
+    None if even `most` do not."""
+    if effect_size == 0 or not math.isfinite(effect_size):
+        return None if effect_size == 0 else 2
+    for n in range(2, most + 1):  # the first n that reaches it (a bisection met NaN from scipy at large n·d)
+        if power_of_t_test(effect_size, n, is_paired, alpha) >= power:
+            return n
+    return None
+
+
+def power_line(comparison: Comparison, unit: str = "") -> str:
+    """For a comparison the seeds did not decide: the effect, its sd and the seeds a side that would
+    decide it at POWER, or why no number of seeds would at this scale. "" for a decided comparison."""
+    if comparison.status != INCONCLUSIVE:
+        return ""
+    if comparison.undecidable:
+        return f"cannot be decided at this scale: {comparison.undecidable}"
+    if comparison.effect is None or comparison.sd is None:
+        return "one seed a side: its sd is unknown; 3 seeds a side would measure it"
+    unit_text = f" {unit}" if unit else ""
+    direction = "" if comparison.effect > 0 else ", as failed (the observed direction is against the claim)"
+    if comparison.sd == 0:  # every seed agrees: the exact test needs enough of them
+        return (f"effect {comparison.effect:+.3g}{unit_text} on every seed (sd 0): the exact test separates "
+                f"unanimous seeds from {needed_seeds(comparison)} seeds a side{direction}")
+    is_paired = comparison.test == PAIRED
+    effect_size = comparison.effect / comparison.sd
+    needed = seeds_for_power(effect_size, is_paired)
+    measured = (f"effect {comparison.effect:+.3g}{unit_text} ({'paired sd' if is_paired else 'pooled sd'} "
+                f"{comparison.sd:.3g}, d = {effect_size:+.2f})")
+    if needed is None:
+        return f"{measured}: more than {MAX_SEEDS} seeds a side: not decidable by seeds at this scale"
+    return f"{measured}: {needed} seeds a side would decide it at {POWER:.0%} power{direction}"
+
+
+def needed_seeds(comparison: Comparison) -> int | None:
+    """Seeds a side that would decide the comparison at POWER; None when no number would (or its sd is
+    unknown)."""
+    if comparison.undecidable or comparison.effect is None or comparison.sd is None:
+        return None
+    if comparison.sd == 0:
+        return exact_seeds(comparison.test == EXACT_PAIRED)
+    effect_size = comparison.effect / comparison.sd if comparison.sd > 0 else math.inf
+    return seeds_for_power(effect_size, comparison.test == PAIRED)
+
+
+def claim_power(comparisons: Iterable[Comparison], unit: str = "") -> str:
+    """The power line of a claim of one or several comparisons: the undecided one that no number of
+    seeds decides, else the one that needs the most seeds. "" when the claim is decided."""
+    comparisons = list(comparisons)
+    if not comparisons or combine(c.status for c in comparisons) != INCONCLUSIVE:
+        return ""
+    undecided = [c for c in comparisons if c.status == INCONCLUSIVE]
+    hardest = max(undecided, key=lambda c: (needed_seeds(c) is None, needed_seeds(c) or 0))
+    line = power_line(hardest, unit)
+    return line if len(undecided) == 1 else f"{len(undecided)} comparisons undecided; the hardest: {line}"
+
+
+def deciding_tests(comparisons: Iterable[Comparison]) -> str:
+    """Which tests decided a claim's comparisons ("paired t", "Welch t", both, or "—" for none)."""
+    names = list(dict.fromkeys(c.test for c in comparisons if c.test))
+    return " + ".join(names) if names else "—"
 
 
 def decide(first: Sequence, second: Sequence, better: str = "higher", alpha: float = ALPHA) -> str:
@@ -161,16 +420,3 @@ def best_of(best: Sequence, others: dict[str, Sequence], better: str = "higher",
     some other is separated above it; else inconclusive."""
     comparisons = {name: compare(best, values, better, alpha) for name, values in others.items()}
     return combine(c.status for c in comparisons.values()), comparisons
-
-
-def decide_trains(diverged: Sequence[bool]) -> str:
-    """'The run trains at this setting': held when >= 2 seeds all trained, failed when >= 2 seeds all
-    diverged, else inconclusive (one seed, or seeds that disagree)."""
-    diverged = list(diverged)
-    if len(diverged) < 2:
-        return INCONCLUSIVE
-    if not any(diverged):
-        return HELD
-    if all(diverged):
-        return FAILED
-    return INCONCLUSIVE

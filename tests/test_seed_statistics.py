@@ -1,0 +1,219 @@
+"""The statistics behind the claims ledger (pipeline/report/seeds.py): comparisons paired by seed, the
+moving-mean rounds to a target, whole-period readings, and the power column; and the common random
+numbers that make pairing by seed meaningful (seed s gives every method the same draws).
+
+Every expected number is worked by hand here (textbook formulas, Cohen's power tables), not by calling
+the code's own formula again.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from scipy.stats import t as student_t
+
+from pipeline.algorithms import fedavg, fedprox
+from pipeline.report.seeds import (FAILED, HELD, INCONCLUSIVE, PAIRED, WELCH, PerSeed, claim_power, compare,
+                                   power_line, power_of_t_test, rounds_to_target_moving, seeds_for_power,
+                                   deciding_tests, window_mean)
+from pipeline.rounds import initial_state, run_round
+
+import synthetic
+
+# ---------------------------------------------------------------- paired by seed, or Welch
+
+# Three seeds whose levels differ by 10 points, each with a near-constant gain of about one point:
+# the seed-to-seed spread hides the gain from Welch, the per-seed differences show it.
+SEEDS = (0, 1, 2)
+FIRST = [70.0, 80.0, 90.0]
+SECOND = [69.0, 79.2, 88.9]
+
+
+def paired_p_by_hand(first, second) -> float:
+    differences = [a - b for a, b in zip(first, second)]
+    n = len(differences)
+    mean = sum(differences) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
+    t = mean / (sd / math.sqrt(n))
+    return 2 * student_t.sf(abs(t), n - 1)
+
+
+def test_the_paired_test_separates_where_welch_does_not():
+    # Differences 1.0, 0.8, 1.1: mean 0.9667, sd 0.1528, t = 10.96 on 2 df.
+    p_paired = paired_p_by_hand(FIRST, SECOND)
+    assert p_paired == pytest.approx(0.0082, abs=3e-4)
+    paired = compare(PerSeed(FIRST, SEEDS), PerSeed(SECOND, SEEDS), "higher")
+    assert paired.status == HELD and paired.test == PAIRED and paired.p == pytest.approx(p_paired)
+    assert paired.effect == pytest.approx(0.9667, abs=1e-4) and paired.sd == pytest.approx(0.1528, abs=1e-4)
+    # The same values without their seeds: Welch, t = 0.119, nowhere near separated.
+    unpaired = compare(FIRST, SECOND, "higher")
+    assert unpaired.status == INCONCLUSIVE and unpaired.test == WELCH and unpaired.p > 0.9
+
+
+def test_pairing_is_refused_when_the_seeds_differ():
+    comparison = compare(PerSeed(FIRST, (0, 1, 2)), PerSeed(SECOND, (0, 1, 3)), "higher")
+    assert comparison.test == WELCH and comparison.status == INCONCLUSIVE
+    assert "differ" in comparison.reason
+    # One side without seeds: Welch too, and it says why.
+    comparison = compare(PerSeed(FIRST, SEEDS), SECOND, "higher")
+    assert comparison.test == WELCH and "without its seeds" in comparison.reason
+
+
+def test_pairs_follow_the_seeds_not_the_positions():
+    # The second side listed in another seed order: still paired seed with seed.
+    second = PerSeed([SECOND[2], SECOND[0], SECOND[1]], (2, 0, 1))
+    comparison = compare(PerSeed(FIRST, SEEDS), second, "higher")
+    assert comparison.test == PAIRED and comparison.p == pytest.approx(paired_p_by_hand(FIRST, SECOND))
+
+
+def test_lower_is_better_turns_the_paired_verdict_round():
+    assert compare(PerSeed(SECOND, SEEDS), PerSeed(FIRST, SEEDS), "lower").status == HELD
+    assert compare(PerSeed(FIRST, SEEDS), PerSeed(SECOND, SEEDS), "lower").status == FAILED
+
+
+def test_a_constant_paired_difference_goes_to_the_exact_sign_flip_test():
+    # Every seed one round apart (integer rounds do this): t is undefined. Of the 2^n sign flips of the
+    # differences only all-plus and all-minus are as extreme: p = 2 / 2^n.
+    three = compare(PerSeed([27, 28, 27], SEEDS), PerSeed([28, 29, 28], SEEDS), "lower")
+    assert three.status == INCONCLUSIVE and three.p == pytest.approx(0.25) and three.test == "exact sign-flip"
+    assert "6 seeds a side" in power_line(three, "rounds")  # 2 / 2^6 = 0.031 < 0.05 < 2 / 2^5
+    six = tuple(range(6))
+    assert compare(PerSeed([27] * 6, six), PerSeed([28] * 6, six), "lower").status == HELD
+    assert compare(PerSeed([29] * 6, six), PerSeed([28] * 6, six), "lower").status == FAILED
+    tie = compare(PerSeed([3.0, 5.0], (0, 1)), PerSeed([3.0, 5.0], (0, 1)), "higher")
+    assert tie.status == INCONCLUSIVE and "equal on every seed" in power_line(tie)
+
+
+def test_seeds_without_a_value_follow_the_nc_rule_when_paired():
+    reached, never = PerSeed([10, 12, 11], SEEDS), PerSeed([None, None, None], SEEDS)
+    assert compare(reached, never, "lower").status == HELD
+    partial = compare(PerSeed([10, None, 11], SEEDS), PerSeed([20, 21, 22], SEEDS), "lower")
+    assert partial.status == INCONCLUSIVE and power_line(partial).startswith("cannot be decided")
+
+
+def test_per_seed_values_keep_their_seeds_through_map():
+    values = PerSeed([1.0, None, 3.0], SEEDS).map(lambda v: v + 1)
+    assert list(values) == [2.0, None, 4.0] and values.seeds == SEEDS
+    with pytest.raises(ValueError):
+        PerSeed([1.0, 2.0], SEEDS)
+
+
+# ---------------------------------------------------------------- rounds to a target on a moving mean
+
+CURVE_ROUNDS = list(range(1, 9))
+CURVE = [0.5, 0.95, 0.6, 0.9, 0.92, 0.93, 0.94, 0.96]  # one lucky round 2, then a real rise from round 4
+
+
+def test_the_moving_mean_ignores_one_lucky_round():
+    # k = 3: windows ending at 3..8 average 0.683, 0.817, 0.807, 0.917 -> first at or above 0.9: round 6.
+    assert rounds_to_target_moving(CURVE_ROUNDS, CURVE, 0.9, k=3) == 6
+    # k = 1 is the paper's reading, the first round at or above the target: the lucky round 2.
+    assert rounds_to_target_moving(CURVE_ROUNDS, CURVE, 0.9, k=1) == 2
+
+
+def test_the_moving_mean_reports_the_round_not_the_position():
+    every_fifth = [5 * r for r in CURVE_ROUNDS]
+    assert rounds_to_target_moving(every_fifth, CURVE, 0.9, k=3) == 30
+
+
+def test_the_moving_mean_never_reaching_or_diverging_has_no_round():
+    assert rounds_to_target_moving(CURVE_ROUNDS, CURVE, 0.99, k=3) is None
+    assert rounds_to_target_moving([1, 2], [0.95, 0.96], 0.9, k=3) is None  # no full window
+    diverged = [0.5, 0.95, 0.96, float("nan"), 0.97, 0.98]
+    # windows 1-3 (0.803) below; every window holding the NaN has no mean; 4-6 holds it too: never.
+    assert rounds_to_target_moving(range(1, 7), diverged, 0.9, k=3) is None
+    with pytest.raises(ValueError):
+        rounds_to_target_moving(CURVE_ROUNDS, CURVE, 0.9, k=0)
+
+
+# ---------------------------------------------------------------- a period-2 quantity read over its period
+
+def test_a_see_saw_read_over_its_period():
+    rounds = [1, 2, 3, 4, 5, 6]
+    share = [0.95, 0.40, 0.97, 0.45, 0.99, 0.37]
+    assert window_mean(rounds, share, at=4, width=2) == pytest.approx((0.97 + 0.45) / 2)
+    assert window_mean(rounds, share, at=5, width=2) == pytest.approx((0.45 + 0.99) / 2)
+    # One round alone swings between 45 % and 99 %: the period's mean moves by 1.5 points.
+    assert window_mean(rounds, share, at=4, width=1) == pytest.approx(0.45)
+    assert window_mean(rounds, share, at=1, width=2) is None  # round 0 was never read
+    assert window_mean([1, 2, 4], [0.9, 0.4, 0.5], at=4, width=2) is None  # round 3 missing
+
+
+# ---------------------------------------------------------------- the power column
+
+@pytest.mark.parametrize("effect_size, paired, seeds", [
+    (0.5, False, 64),  # Cohen (1988), Table 2.4.1: d = 0.5, two-sided alpha 0.05, power 0.80 -> n = 64 a group
+    (0.8, False, 26),  # the same table, d = 0.8 -> 26
+    (1.0, False, 17),  # d = 1.0 -> 17
+    (0.5, True, 34),   # one sample / paired, dz = 0.5 -> 34 (the standard G*Power result)
+])
+def test_seeds_for_power_matches_the_textbook(effect_size, paired, seeds):
+    assert seeds_for_power(effect_size, paired) == seeds
+    assert power_of_t_test(effect_size, seeds, paired) >= 0.8 > power_of_t_test(effect_size, seeds - 1, paired)
+
+
+def test_power_is_symmetric_and_tiny_effects_need_more_than_the_cap():
+    assert seeds_for_power(-0.8, False) == 26
+    assert seeds_for_power(0.2, False) is None  # Cohen: 393 a group, beyond 200
+    assert seeds_for_power(0.0, True) is None
+
+
+def test_the_power_line_of_an_undecided_comparison():
+    # Differences 2, -1, 3: mean 1.333, sd 2.082, dz = 0.64 -> 22 seeds (by the same noncentral t).
+    comparison = compare(PerSeed([12.0, 9.0, 13.0], SEEDS), PerSeed([10.0, 10.0, 10.0], SEEDS), "higher")
+    assert comparison.status == INCONCLUSIVE and comparison.test == PAIRED
+    line = power_line(comparison, "points")
+    assert "+1.33 points" in line and "paired sd 2.08" in line and f"{seeds_for_power(1.3333 / 2.0817, True)} seeds" in line
+    against = compare(PerSeed([10.0, 10.0, 10.0], SEEDS), PerSeed([12.0, 9.0, 13.0], SEEDS), "higher")
+    assert "as failed" in power_line(against)
+    decided = compare(PerSeed(FIRST, SEEDS), PerSeed(SECOND, SEEDS), "higher")
+    assert power_line(decided) == ""
+
+
+def test_a_claim_of_several_comparisons_names_its_hardest():
+    easy = compare(PerSeed([12.0, 9.0, 14.0], SEEDS), PerSeed([10.0, 10.0, 10.0], SEEDS), "higher")
+    hard = compare(PerSeed([10.5, 9.0, 11.0], SEEDS), PerSeed([10.0, 10.0, 10.0], SEEDS), "higher")
+    held = compare(PerSeed(FIRST, SEEDS), PerSeed(SECOND, SEEDS), "higher")
+    line = claim_power([held, easy, hard])
+    assert line.startswith("2 comparisons undecided") and power_line(hard) in line
+    nc = compare(PerSeed([None, None, None], SEEDS), PerSeed([None, None, None], SEEDS), "lower")
+    assert "cannot be decided" in claim_power([easy, nc])
+    assert claim_power([held]) == ""
+    assert deciding_tests([held, compare(FIRST, SECOND)]) == "paired t + Welch t"
+
+
+# ---------------------------------------------------------------- common random numbers
+
+def train(algorithm, hp, rounds=2, seed=3):
+    data = synthetic.make_data([5, 9, 3, 11, 7, 6])
+    settings = synthetic.run_settings(seed, client_fraction=0.5, momentum=0.9)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        from pipeline import models
+        model = models.mlp(synthetic.SHAPE, synthetic.CLASSES, [6])
+    state = initial_state(model, algorithm, len(data.clients), hp)
+    cohorts = []
+    for round_ in range(1, rounds + 1):
+        result = run_round(model, algorithm, hp, state, data, settings, round_)
+        state = result.state
+        cohorts.append(list(result.cohort))
+    return state, cohorts
+
+
+def test_a_seed_gives_every_method_the_same_draws():
+    # FedProx with mu = 0 is FedAvg: if anything random in training depended on the algorithm (its name,
+    # its state, the order of its calls), the two would part.
+    fedavg_state, fedavg_cohorts = train(fedavg, dict(fedavg.HYPERPARAMS))
+    fedprox_state, fedprox_cohorts = train(fedprox, {**fedprox.HYPERPARAMS, "mu": 0.0})
+    assert fedavg_cohorts == fedprox_cohorts
+    for name, tensor in fedavg_state["params"].items():
+        assert torch.equal(tensor, fedprox_state["params"][name]), name
+
+
+def test_training_draws_nothing_from_the_global_generator():
+    first, _ = train(fedavg, dict(fedavg.HYPERPARAMS))
+    torch.rand(1000)  # another method (or a probe) consuming global draws must not shift this run's
+    second, _ = train(fedavg, dict(fedavg.HYPERPARAMS))
+    for name, tensor in first["params"].items():
+        assert torch.equal(tensor, second["params"][name]), name
