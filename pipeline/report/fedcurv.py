@@ -10,7 +10,8 @@ from pipeline.config import changed_scalings
 from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, SeededRun, accuracy_cell, algorithm_label,
                                     diff_cell, fewer_rounds_claim, fmt, input_scaling_note, not_run_claim, plot_curves,
                                     rounds_cell, scaled_note, seeds_note, write_table)
-from pipeline.report.seeds import (HELD, INCONCLUSIVE, K_LAST, Comparison, PerSeed, compare, has_value, mean_sd)
+from pipeline.report.seeds import (HELD, INCONCLUSIVE, K_LAST, Comparison, PerSeed, compare, has_value, mean_sd,
+                                   moving_means)
 
 PAPER = "fedcurv"
 TARGETS = (0.95, 0.9, 0.85)
@@ -82,9 +83,7 @@ class Ceiling:
 def best_moving_mean(accuracy: Sequence, k: int = K_LAST) -> float | None:
     """The highest mean of k consecutive evaluated accuracies (full windows whose values all exist);
     None if the curve has no such window."""
-    accuracy = list(accuracy)
-    windows = [accuracy[end - k:end] for end in range(k, len(accuracy) + 1)]
-    means = [sum(window) / k for window in windows if all(has_value(v) for v in window)]
+    means = [mean for _, mean in moving_means(range(1, len(accuracy) + 1), accuracy, k)]
     return max(means) if means else None
 
 

@@ -121,20 +121,22 @@ def last_k_mean(accuracies: Sequence, k: int = K_LAST) -> float | None:
     return statistics.fmean(float(v) for v in window)
 
 
-def rounds_to_target_moving(rounds: Sequence[int], accuracies: Sequence, target: float,
-                            k: int = K_LAST) -> int | None:
-    """The first round at which the mean of the last `k` evaluated accuracies (a full window of k) is at
-    or above `target`; None if it never is. A window holding a diverged (NaN) value has no mean. One
-    lucky round of a swinging non-IID curve does not count as reaching the target; k rounds that
-    average above it do."""
+def moving_means(rounds: Sequence[int], accuracies: Sequence, k: int = K_LAST) -> list[tuple[int, float]]:
+    """(round, mean of the k evaluated accuracies ending at it) for every full window of k whose values
+    all exist (a window holding a diverged, NaN, value has no mean)."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     rounds, accuracies = list(rounds), list(accuracies)
-    for end in range(k, len(accuracies) + 1):
-        window = accuracies[end - k:end]
-        if all(has_value(v) for v in window) and statistics.fmean(float(v) for v in window) >= target - 1e-12:
-            return int(rounds[end - 1])
-    return None
+    windows = ((int(rounds[end - 1]), accuracies[end - k:end]) for end in range(k, len(accuracies) + 1))
+    return [(r, statistics.fmean(float(v) for v in w)) for r, w in windows if all(has_value(v) for v in w)]
+
+
+def rounds_to_target_moving(rounds: Sequence[int], accuracies: Sequence, target: float,
+                            k: int = K_LAST) -> int | None:
+    """The first round at which the mean of the last `k` evaluated accuracies (a full window of k) is at
+    or above `target`; None if it never is. One lucky round of a swinging non-IID curve does not count as
+    reaching the target; k rounds that average above it do."""
+    return next((r for r, mean in moving_means(rounds, accuracies, k) if mean >= target - 1e-12), None)
 
 
 def window_mean(rounds: Sequence[int], values: Sequence, at: int, width: int) -> float | None:
