@@ -2,6 +2,8 @@
 
     python -m benchmarks.speed [--workloads 1,...,8] [--quick] [--sizes paper|tiny] [--repeats N]
                                [--device auto|cpu|cuda] [--data PATH] [--no-flower] [--out benchmarks/results]
+    python -m benchmarks.speed --suite device --device cuda   # GPU-scale models: images/s, peak memory
+                                                              # (benchmarks/device_suite.py)
 
 Workloads 1-3 and 6-8 run one FedAvg workload (benchmarks/workloads.py) through
   (a) the engine, `run_round(..., vectorized=prefer_vectorized(model, device))` ("auto": vmap for MLPs,
@@ -50,6 +52,7 @@ from benchmarks import flower_sim, loops, report
 from benchmarks.flops import matmul_rate, synchronize, training_flops_per_sample
 from benchmarks.workloads import (PAPER, SEED, TINY_CLASSES, TINY_CLIENTS, TINY_SHAPE, TINY_SHARD, Workload,
                                   client_data, default_data_path, load_images, synthetic_images, workloads_for)
+from pipeline import distributed
 from pipeline.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparams
 from pipeline.clientdata import ClientData, sample_cohort
 from pipeline.cohort import prefer_vectorized, tune_allocator
@@ -57,7 +60,7 @@ from pipeline.rounds import initial_state, run_round
 from pipeline.runs import RUN_DEFAULTS
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_json, write_text
-from pipeline.datasets import dataset_spec
+from pipeline.inputs import dataset_spec
 from pipeline.models import build_model
 
 MATMUL = {"paper": (2048, 5), "tiny": (256, 3)}  # (size, repeats)
@@ -262,20 +265,10 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
 
 # ---------------------------------------------------------------- command line
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine(device: torch.device) -> dict:
-    return {"cpu": cpu_model(), "logical_cores": os.cpu_count(), "torch": torch.__version__,
+    return {"cpu": distributed.cpu_model(), "logical_cores": os.cpu_count(), "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "device": device.type,
-            "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model(),
+            "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else distributed.cpu_model(),
             "python": platform.python_version(), "platform": platform.platform()}
 
 
@@ -324,6 +317,11 @@ def parse_args(argv):
                                                   "else $FEDFORGET_DATA_MIRROR/mnist.npz); unused with tiny sizes")
     parser.add_argument("--no-flower", action="store_true", help="skip implementation (e)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--suite", choices=("compare", "device"), default="compare",
+                        help="compare: workloads 1-8 against other implementations (above); device: images/s and "
+                             "peak memory of the GPU-scale models on both paths (benchmarks/device_suite.py)")
+    parser.add_argument("--device-workloads", help="with --suite device: a comma-separated subset of "
+                                                   "resnet18_gn,resnet18_bn,resnet_shallow_adam,densenet121,dropout_cnn")
     args = parser.parse_args(argv)
     args.sizes = args.sizes or ("tiny" if args.quick else "paper")
     args.repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
@@ -349,6 +347,11 @@ def main(argv=None) -> None:
     numbers = parse_workloads(args.workloads)
     device = choose_device(args.device)
     tune_allocator()  # as pipeline.train does before training
+    if args.suite == "device":
+        from benchmarks import device_suite
+
+        device_suite.main(args, device)
+        return
     size, matmul_repeats = MATMUL[args.sizes]
     matmul = matmul_rate(size, matmul_repeats, device)
     results, sources, loaded = {}, {}, {}

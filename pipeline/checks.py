@@ -1,4 +1,5 @@
-"""Validation helpers: small checks that each return a list of one-line problems.
+"""Validation helpers: small checks that each return a list of one-line problems (and grid.yaml's reader,
+for the train stage's check of its run and seed).
 
 A leaf module (it imports nothing from the pipeline), so config, runs and every algorithm can use it
 without an import cycle.
@@ -7,6 +8,9 @@ from __future__ import annotations
 
 import difflib
 import numbers
+from pathlib import Path
+
+import yaml
 
 PROFILES = ("default", "paper")
 
@@ -91,4 +95,36 @@ def check_unique_ints(path, value, low=0, allow_empty=False):
     duplicates = sorted({v for v in value if value.count(v) > 1})
     if duplicates:
         return [f"{path}: {value!r} is not allowed; {', '.join(map(str, duplicates))} listed twice"]
+    return []
+
+
+def read_grid(path: Path = Path("grid.yaml")) -> dict | None:
+    """grid.yaml's `grid` mapping (written by `python -m pipeline.profile`), None where there is none or it
+    does not parse (the stages that depend on it say so). With libyaml where PyYAML has it: 0.06 s
+    against 0.4 s, and every train stage reads it."""
+    try:
+        document = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, yaml.YAMLError):
+        return None
+    return document.get("grid") if isinstance(document, dict) else None
+
+
+def run_seed_problems(run: str, seed: int, grid: dict | None) -> list[str]:
+    """Why `python -m pipeline.train RUN --seed SEED` has nothing to train (empty: it has). The (run, seed)
+    pairs are grid.yaml's: the active profile's runs and seeds, one train stage each. Without a grid
+    (none written yet) nothing is said here; the resolved file's absence is reported next."""
+    if not isinstance(grid, dict) or not isinstance(grid.get("runs"), dict):
+        return []
+    pairs = [entry for group in grid["runs"].values() for entry in (group or {}).values()]
+    seeds = sorted(entry["seed"] for entry in pairs if entry["run"] == run)
+    profile = grid.get("profile")
+    if not seeds:
+        close = difflib.get_close_matches(run, sorted({entry["run"] for entry in pairs}), n=3)
+        hint = (f"did you mean {', '.join(map(repr, close))}?" if close
+                else "allowed: the keys of `runs` in params.yaml")
+        return [f"runs.{run}: no run named {run!r} in profile {profile} (grid.yaml); {hint}"]
+    if seed not in seeds:
+        return [(f"runs.{run}: seed {seed} is not one of the run's seeds in profile {profile}; allowed: "
+                 f"{', '.join(map(str, seeds))} (to add one, list it in the run's seeds in params.yaml and run "
+                 "`python -m pipeline.profile`)")]
     return []

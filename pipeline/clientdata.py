@@ -49,6 +49,7 @@ class ClientData:
     classes: int = 0
 
     normalised: torch.Tensor | None = field(default=None, repr=False, compare=False)
+    clients_on_host: list[torch.Tensor] | None = field(default=None, repr=False, compare=False)
 
     def inputs(self, index: torch.Tensor) -> torch.Tensor:
         """Model input for samples `index` (any shape): scaled, channels first.
@@ -64,6 +65,13 @@ class ClientData:
     def normalise(self, images: torch.Tensor) -> torch.Tensor:
         images = images.movedim(-1, -3).float().div_(255.0)  # [..., H, W, C] uint8 -> [..., C, H, W]
         return (images - self.mean.view(-1, 1, 1)) / self.std.view(-1, 1, 1)
+
+    def client_on_host(self, client: int) -> torch.Tensor:
+        """The client's sample indices on the CPU, where schedules are drawn: copied from the device once
+        a run, not once a round."""
+        if self.clients_on_host is None:
+            self.clients_on_host = [indices.cpu() for indices in self.clients]
+        return self.clients_on_host[client]
 
     def held_out(self, client: int) -> torch.Tensor:
         """The client's validation samples; its training samples when the partition has no validation
@@ -87,7 +95,8 @@ class ClientData:
         """[clients, classes] bool: which classes occur in each client's training data (TCE's mask)."""
         present = torch.zeros(len(clients), self.classes, dtype=torch.bool, device=self.y.device)
         for row, client in enumerate(clients):
-            present[row, self.y[self.clients[client]].unique()] = True
+            # every label written True (repeats too): no `unique`, whose output size a GPU must report back
+            present[row, self.y[self.clients[client]]] = True
         return present
 
 
@@ -124,11 +133,13 @@ def row_major_positions(shape: tuple, strides: tuple) -> bool:
                for size, stride, expected in zip(shape, strides, row_major_strides(shape)))
 
 
-def crop_flip_draws(batch: int, generator: torch.Generator, padding: int = CROP_PADDING) -> torch.Tensor:
+def crop_flip_draws(batch: int, generator: torch.Generator, padding: int = CROP_PADDING,
+                    device: torch.device | str = "cpu") -> torch.Tensor:
     """[batch, 3] int64 draws for `crop_flip`: the crop's row and column offset into the padded image
-    (each in [0, 2·padding]) and whether to flip (0 or 1), in that order from one generator."""
-    offsets = torch.randint(0, 2 * padding + 1, (batch, 2), generator=generator)
-    flips = torch.randint(0, 2, (batch, 1), generator=generator)
+    (each in [0, 2·padding]) and whether to flip (0 or 1), in that order from one generator, made on
+    `device` (the generator's), so that a GPU never waits for draws copied from the host."""
+    offsets = torch.randint(0, 2 * padding + 1, (batch, 2), generator=generator, device=device)
+    flips = torch.randint(0, 2, (batch, 1), generator=generator, device=device)
     return torch.cat([offsets, flips], dim=1)
 
 
@@ -201,8 +212,15 @@ def derived_seed(*keys: int) -> int:
     return (int(high) << 31) ^ int(low)
 
 
-def generator_for(*keys: int) -> torch.Generator:
-    return torch.Generator().manual_seed(derived_seed(*keys))
+def generator_for(*keys: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A generator seeded by `keys`, on `device`: draws for tensors on a GPU come from a GPU generator
+    (the same keys give other numbers there than on the CPU, but the same on every path and chunking)."""
+    return new_generator(device).manual_seed(derived_seed(*keys))
+
+
+def new_generator(device: torch.device | str) -> torch.Generator:
+    """The one place generators are made, so that a test standing in for a GPU can make its own."""
+    return torch.Generator(device=device)
 
 
 def cohort_size(num_clients: int, fraction: float) -> int:
@@ -240,7 +258,16 @@ def client_schedule(num_samples: int, epochs: int, batch_size: int, generator: t
 
 
 def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int, round_: int):
-    """Padded [steps, clients, batch] sample indices and weights (0 = padding or a finished client)."""
+    """Padded [steps, clients, batch] sample indices and weights (0 = padding or a finished client), on the
+    data's device."""
+    index, weight = cohort_schedule_on_host(data, cohort, epochs, batch_size, seed, round_)
+    return index.to(data.x.device), weight.to(data.x.device)
+
+
+def cohort_schedule_on_host(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int,
+                            round_: int):
+    """`cohort_schedule` on the CPU, where it is drawn: the training loop branches on the host copy (which
+    clients step, how many samples a batch holds) and never asks the device."""
     positions = [client_schedule(len(data.clients[client]), epochs, batch_size, generator_for(seed, round_, client))
                  for client in cohort]
     steps = max(len(p) for p in positions)
@@ -248,7 +275,7 @@ def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size
     weight = torch.zeros(steps, len(cohort), batch_size)
     for c, (client, position) in enumerate(zip(cohort, positions)):
         present = position >= 0
-        samples = data.clients[client].cpu()
+        samples = data.client_on_host(client)
         index[:len(position), c] = torch.where(present, samples[position.clamp_min(0)], 0)
         weight[:len(position), c] = present.float()
-    return index.to(data.x.device), weight.to(data.x.device)
+    return index, weight

@@ -9,10 +9,16 @@ the whole step is fused into their backward pass.
 
 Nothing here knows an algorithm by name: an algorithm's penalty comes in as a function or a closed-form
 affine gradient, and anything it must observe along the local trajectory (RWalk's path score) comes in
-as a `tracker` with `update(data_grads, steps_taken, active)`.
+as a `tracker` with `update(data_grads, steps_taken, active, active_host)` (`active` on the device, None
+for one client, which steps; `active_host` the same as the host knows it, from the schedule).
+
+On a GPU nothing in a local step waits for the device: the schedule is kept on the host (`StepPlan`), so
+every branch (which clients step, how many samples a batch holds) is taken there, and the random draws
+(dropout masks, crop-and-flip offsets) are made on the device from its own keyed generators.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -64,32 +70,66 @@ def prefer_vectorized(model, device: torch.device, cohort_clients: int | None = 
     return device.type != "cpu" or not has_conv
 
 
+# ---------------------------------------------------------------- the schedule on the host
+
+@dataclass(frozen=True)
+class StepPlan:
+    """The round's schedule as the host knows it (it is drawn on the CPU, pipeline.clientdata): per step,
+    how many samples each client's batch holds, its first ones (0: the client takes no step). The
+    training loops branch on this, never on values they would have to read back from a GPU, so that a
+    step's work is queued without waiting for the device."""
+    sizes: tuple[tuple[int, ...], ...]  # [steps][clients]
+
+    @classmethod
+    def from_weights(cls, weight: torch.Tensor) -> "StepPlan":
+        """From a [steps, clients, batch] weight schedule on the CPU (0 = padding or a finished client)."""
+        present = weight > 0
+        sizes = present.sum(-1)
+        if not torch.equal(present, torch.arange(present.shape[-1]) < sizes.unsqueeze(-1)):
+            raise ValueError("a batch's samples must come first and its padding last, as cohort_schedule puts them")
+        return cls(tuple(tuple(row) for row in sizes.tolist()))
+
+    def stepping(self, s: int) -> tuple[bool, ...]:
+        """Which clients take step s."""
+        return tuple(size > 0 for size in self.sizes[s])
+
+    def everyone(self, s: int) -> bool:
+        return all(size > 0 for size in self.sizes[s])
+
+    def steps_per_client(self) -> list[int]:
+        return [sum(size > 0 for size in column) for column in zip(*self.sizes)] if self.sizes else []
+
+
 # ---------------------------------------------------------------- dropout masks keyed by client
 
 class DropoutDraws:
     """Each client's dropout masks, drawn step by step from its own (seed, round, client) generator: the
-    same masks whichever path or chunk trains the client."""
+    same masks whichever path or chunk trains the client. The generator and the draws are on the model's
+    device (on a GPU, a CPU draw copied over would cost a transfer and a wait at every step), so a GPU
+    draws other masks than the CPU from the same keys, but the same ones on every path and chunking."""
 
     def __init__(self, model, members: list[int], seed: int, round_: int, batch_size: int, example_input):
         self.modules = dropout_masks(model)
         self.shapes = mask_shapes(model, example_input) if self.modules else {}
-        self.generators = [generator_for(seed, round_, client, DROPOUT_STREAM) for client in members]
-        self.batch_size = batch_size
         self.device = example_input.device
+        self.generators = [generator_for(seed, round_, client, DROPOUT_STREAM, device=self.device)
+                           for client in members] if self.modules else []
+        self.batch_size = batch_size
 
     def one(self, c: int) -> dict:
         masks = {}
         for name, module in self.modules.items():
             keep = 1.0 - module.p
-            mask = torch.empty((self.batch_size, *self.shapes[name])).bernoulli_(keep, generator=self.generators[c])
-            masks[name] = mask.div_(keep).to(self.device)
+            mask = torch.empty((self.batch_size, *self.shapes[name]), device=self.device)
+            masks[name] = mask.bernoulli_(keep, generator=self.generators[c]).div_(keep)
         return masks
 
-    def stacked(self, active: torch.Tensor) -> dict:
-        """[clients, batch, ...] masks; clients with no step draw nothing (zeros), as on the sequential path."""
+    def stacked(self, stepping: Sequence[bool]) -> dict:
+        """[clients, batch, ...] masks; clients with no step (`stepping`, on the host) draw nothing (zeros),
+        as on the sequential path."""
         if not self.modules:
             return {}
-        per_client = [self.one(c) if bool(on) else None for c, on in enumerate(active.tolist())]
+        per_client = [self.one(c) if on else None for c, on in enumerate(stepping)]
         return {name: torch.stack([m[name] if m is not None else torch.zeros(self.batch_size, *self.shapes[name],
                                                                               device=self.device)
                                    for m in per_client]) for name in self.modules}
@@ -98,24 +138,29 @@ class DropoutDraws:
 class AugmentDraws:
     """Each client's crop-and-flip augmentation (`augment: crop_flip`), drawn step by step from its own
     (seed, round, client) generator for a full batch, padding included, as the dropout masks are: the
-    same images whichever path or chunk trains the client. A run without augmentation has none
-    (CohortJob.augment is None)."""
+    same images whichever path or chunk trains the client. Drawn on the data's device, as the dropout
+    masks are. A run without augmentation has none (CohortJob.augment is None)."""
 
     def __init__(self, members: list[int], seed: int, round_: int, batch_size: int, fill: torch.Tensor):
-        self.generators = [generator_for(seed, round_, client, AUGMENT_STREAM) for client in members]
+        self.device = fill.device
+        self.generators = [generator_for(seed, round_, client, AUGMENT_STREAM, device=self.device)
+                           for client in members]
         self.batch_size, self.fill = batch_size, fill
 
-    def one(self, c: int, x: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
-        """Client c's batch x [b, C, H, W] (its present samples, `present` over the full batch)."""
-        draws = crop_flip_draws(self.batch_size, self.generators[c])
-        return crop_flip(x, draws if present is None else draws[present.cpu()], self.fill)
+    def draws(self, c: int) -> torch.Tensor:
+        return crop_flip_draws(self.batch_size, self.generators[c], device=self.device)
 
-    def stacked(self, x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
-        """The cohort's batches x [clients, batch, C, H, W]; clients with no step draw nothing."""
-        draws = torch.zeros(x.shape[0], self.batch_size, 3, dtype=torch.long)
-        for c, on in enumerate(active.tolist()):
+    def one(self, c: int, x: torch.Tensor, count: int | None = None) -> torch.Tensor:
+        """Client c's batch x [b, C, H, W]: its first `count` samples of a full batch (all when None)."""
+        draws = self.draws(c)
+        return crop_flip(x, draws if count is None else draws[:count], self.fill)
+
+    def stacked(self, x: torch.Tensor, stepping: Sequence[bool]) -> torch.Tensor:
+        """The cohort's batches x [clients, batch, C, H, W]; clients with no step (`stepping`) draw nothing."""
+        draws = torch.zeros(x.shape[0], self.batch_size, 3, dtype=torch.long, device=self.device)
+        for c, on in enumerate(stepping):
             if on:
-                draws[c] = crop_flip_draws(self.batch_size, self.generators[c])
+                draws[c] = self.draws(c)
         return crop_flip(x.flatten(0, 1), draws.flatten(0, 1), self.fill).view(x.shape)
 
 
@@ -226,10 +271,13 @@ class CohortJob:
     record_correct: bool = False  # keep each presentation's correctness (example-forgetting events)
     fixed: dict = field(default_factory=dict)  # stacked parameters held fixed (`freeze`): inputs, not trained
     objective: object = field(default=None)
+    plan: StepPlan | None = None  # `weight` as the host knows it; None: read from `weight` once
 
     def __post_init__(self):
         if self.objective is None:
             self.objective = make_objective(self.model, self.algorithm, self.hp, self.record_correct)
+        if self.plan is None and self.weight is not None:
+            self.plan = StepPlan.from_weights(self.weight.cpu())
 
 
 @dataclass
@@ -288,11 +336,12 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     for s in range(index.shape[0]):
         w = weight[s]
         active = w.sum(1) > 0
+        stepping, everyone = job.plan.stepping(s), job.plan.everyone(s)  # `active` on the host
         x, y = data.inputs(index[s]), gather_rows(data.y, index[s])
         if job.augment is not None:
-            x = job.augment.stacked(x, active)
+            x = job.augment.stacked(x, stepping)
         if fused:
-            step_pull = pull if pull is None or bool(active.all()) else masked_pull(pull, active, stacked)
+            step_pull = pull if pull is None or everyone else masked_pull(pull, active, stacked)
             data_loss = cohort_mlp.cohort_sgd_step(job.model, stacked, x, y, w, job.optimizer.lr, step_pull, job.keep,
                                                    shares[s])
         else:
@@ -300,20 +349,22 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
                 data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep, shares[s])
             else:
                 present = {name: (w > 0).to(w.dtype) for name in presence}
-                masks = {**job.dropout.stacked(active), **job.fixed, **buffers, **present}
+                masks = {**job.dropout.stacked(stepping), **job.fixed, **buffers, **present}
                 data_grads, (_, (data_loss, right)) = step_fn(stacked, masks, x, y, w, job.keep, job.shared,
                                                               job.contexts)
                 if correct is not None:
                     correct[s] = right & (w > 0)
             grads = add_penalty_gradient(data_grads, affine, stacked)
-            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=tracker is not None)
+            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=tracker is not None,
+                                       everyone=everyone)
             if tracker is not None:
-                tracker.update(data_grads, taken, active)
+                tracker.update(data_grads, taken, active, stepping)
         loss_sum += data_loss.detach() * active
         steps_done += active
     if from_displacement:
         offset = {name: 0.0 for name in stacked} if affine is None else affine[1]
-        tracker = job.tracker_factory.from_sgd_displacement(start, stacked, steps_done.long(), job.optimizer.lr, offset)
+        tracker = job.tracker_factory.from_sgd_displacement(start, stacked, steps_done.long(), job.optimizer.lr,
+                                                            offset, job.plan.steps_per_client())
     return CohortOutcome(loss_sum / steps_done.clamp_min(1), steps_done.long(), tracker, correct)
 
 
@@ -347,9 +398,14 @@ def autograd_grad_and_value(objective):
 
 def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutcome:
     """The reference: the same objective and optimiser, one client at a time, no vmap. BatchNorm
-    buffers (stacked per client) are updated in place by each client's forward passes."""
+    buffers (stacked per client) are updated in place by each client's forward passes.
+
+    Nothing in a step reads a value back from the device: which steps a client takes and how many
+    samples each holds come from the host's plan, and the losses are summed on the device (in float64,
+    as the Python floats they once were, so the numbers are the same)."""
     step_fn = sequential_step_function(job.model, job.objective)
     index, weight = job.index, job.weight
+    batch = index.shape[2]
     tracker = job.tracker_factory() if job.tracker_factory else None
     losses, steps = [], []
     correct = torch.zeros(index.shape, dtype=torch.bool, device=weight.device) if job.record_correct else None
@@ -362,28 +418,26 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
         own_tracker = job.tracker_factory() if job.tracker_factory else None
         affine = closed_form_penalty(job.algorithm, job.hp, job.shared, ctx)
         opt_state: dict = {}
-        loss_sum, steps_done = 0.0, 0
+        loss_sum, steps_done = torch.zeros((), dtype=torch.float64, device=weight.device), 0
         for s in range(index.shape[0]):
-            w = weight[s, c]
-            if w.sum() == 0:
+            count = job.plan.sizes[s][c]
+            if count == 0:
                 continue
-            samples, masks = index[s, c], job.dropout.one(c)
-            present = w > 0
-            if not bool(present.all()):  # a short last batch: padding must not enter BatchNorm's batch statistics
-                samples, w, masks = samples[present], w[present], {k: m[present] for k, m in masks.items()}
+            samples, w, masks = index[s, c], weight[s, c], job.dropout.one(c)
+            if count < batch:  # a short last batch: padding must not enter BatchNorm's batch statistics
+                samples, w, masks = samples[:count], w[:count], {k: m[:count] for k, m in masks.items()}
             x = job.data.inputs(samples)
             if job.augment is not None:
-                x = job.augment.one(c, x, present)
+                x = job.augment.one(c, x, count)
             data_grads, (_, (data_loss, right)) = step_fn(params, {**own_buffers, **masks, **fixed}, x,
                                                           job.data.y[samples], w, keep, job.shared, ctx)
             if correct is not None:
-                correct[s, c, present] = right
+                correct[s, c, :count] = right
             grads = add_penalty_gradient(data_grads, affine, params)
-            taken = job.optimizer.step(params, grads, opt_state, torch.tensor(True),
-                                       keep_steps=own_tracker is not None)
+            taken = job.optimizer.step(params, grads, opt_state, None, keep_steps=own_tracker is not None)
             if own_tracker is not None:
-                own_tracker.update(data_grads, taken, torch.tensor(True))
-            loss_sum += float(data_loss)
+                own_tracker.update(data_grads, taken, None)
+            loss_sum += data_loss.detach().to(torch.float64)
             steps_done += 1
         for name in stacked:
             stacked[name][c] = params[name]
@@ -393,7 +447,8 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             tracker.set_client(c, own_tracker, stacked)
         losses.append(loss_sum / max(steps_done, 1))
         steps.append(steps_done)
-    return CohortOutcome(torch.tensor(losses), torch.tensor(steps), tracker, correct)
+    # rounded as torch.tensor rounded the Python floats they were
+    return CohortOutcome(torch.stack(losses).to(torch.get_default_dtype()), torch.tensor(steps), tracker, correct)
 
 
 def slice_tree(value, c):

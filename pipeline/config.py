@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+import sys
 from pathlib import Path
-
-import yaml
 
 from pipeline.checks import (PROFILES, check_choice, check_fraction, check_int, check_keys, check_mapping,
                              check_positive, check_profiles, in_profile, is_int)
 from pipeline.errors import UserError, exit_on_user_error
+from pipeline.yamlfile import load_yaml
 
 PARAMS_FILE = Path("params.yaml")
 GRID_FILE = Path("grid.yaml")
@@ -81,7 +81,7 @@ def check_partition(path, settings, datasets):
 
 
 def check_datasets(params):
-    from pipeline.datasets import DATASETS
+    from pipeline.inputs import DATASETS
 
     datasets = params.get("datasets")
     problems = check_mapping("datasets", datasets)
@@ -122,8 +122,65 @@ def check_partitions(params):
     datasets = list((params.get("datasets") or {}).keys())
     for name, settings in partitions.items():
         problems += check_id("partitions", name)
-        problems += check_partition(f"partitions.{name}", settings, datasets)
+        found = check_partition(f"partitions.{name}", settings, datasets)
+        problems += found or partition_feasibility(f"partitions.{name}", settings, params)
     return problems
+
+
+def partition_feasibility(path: str, settings: dict, params: dict) -> list[str]:
+    """What the partition stage would refuse, found from the dataset's size and class counts
+    (pipeline/partition_sizes.py), so that `config --check` says it before any data is downloaded."""
+    from pipeline.partition import PartitionError
+    from pipeline.partition_sizes import partition_sizes, training_split
+
+    split = training_split(settings["dataset"], params["datasets"].get(settings["dataset"]))
+    try:
+        if split is not None:
+            partition_sizes(settings, split)
+    except PartitionError as error:
+        return [f"{path}.{error}"]
+    return []
+
+
+def known_partition_sizes(params: dict) -> dict:
+    """partition name -> (its dataset's TrainingSplit, its PartitionSizes), for the partitions whose
+    dataset's size is known before download. For checked params: none of them raises."""
+    from pipeline.partition_sizes import partition_sizes, training_split
+
+    known = {}
+    for name, settings in params["partitions"].items():
+        split = training_split(settings["dataset"], params["datasets"].get(settings["dataset"]))
+        if split is not None:
+            known[name] = (split, partition_sizes(settings, split))
+    return known
+
+
+def profile_views(run: dict) -> dict:
+    """A run's settings under each profile it belongs to: the paper's own, the default's scaled."""
+    from pipeline.runs import deep_merge
+
+    return {profile: deep_merge(run, run.get("scaled") or {}) if profile == "default" else run
+            for profile in PROFILES if in_profile(run, profile)}
+
+
+def check_warnings(params: dict) -> list[str]:
+    """Settings that are allowed but do something a user may not expect, one line each: shards that
+    leave data out, and a batch size above some clients' data (pipeline/partition_sizes.py says why
+    these are warnings, not refusals). For valid params only."""
+    from pipeline.partition_sizes import dropped_samples_warning, large_batch_warning
+
+    known = known_partition_sizes(params)
+    warnings = [dropped_samples_warning(f"partitions.{name}", params["partitions"][name], split.samples,
+                                        split.samples - sizes.dropped)
+                for name, (split, sizes) in known.items() if sizes.dropped is not None]
+    for key, run in (params.get("runs") or {}).items():
+        for profile, view in profile_views(run).items():
+            scaled = profile == "default" and "batch_size" in (run.get("scaled") or {})
+            train_sizes = known[view["partition"]][1].train_sizes if view["partition"] in known else None
+            if train_sizes is not None:
+                warnings.append(large_batch_warning(f"runs.{key}{'.scaled' if scaled else ''}.batch_size",
+                                                    view["batch_size"], view["partition"], train_sizes))
+    return list(dict.fromkeys(w for w in warnings if w))  # in order, once (both profiles may say the same)
 
 
 def check_runs(params):
@@ -194,7 +251,8 @@ def derive_grid(params) -> dict:
     The pairs are grouped by the run's paper (`other` for a run without one), one group to each
     stages/<group>/dvc.yaml (pipeline/stagefiles.py says why).
     """
-    from pipeline.runs import RUN_DEFAULTS, deep_merge, seed_key
+    from pipeline.inputs import seed_key
+    from pipeline.runs import RUN_DEFAULTS, deep_merge
     from pipeline.stagefiles import STAGE_GROUPS, stage_group
 
     profile = params["profile"]
@@ -229,21 +287,20 @@ def grid_runs(grid: dict) -> dict:
 
 
 def read_yaml(path: Path):
+    """The file's document; a syntax error or a key given twice is one line each (pipeline/yamlfile.py)."""
     if not path.is_file():
         raise UserError(f"{path}: file not found")
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise UserError(f"{path}: not valid YAML{where}") from None
+    return load_yaml(path.read_text(), str(path))
 
 
 def load_params(path: Path = PARAMS_FILE) -> dict:
+    """params.yaml with every run's template expanded (pipeline/runs.py's expand_templates)."""
+    from pipeline.runs import expand_templates
+
     params = read_yaml(path)
     if not isinstance(params, dict):
         raise UserError(f"{path}: expected a mapping at the top level")
-    return params
+    return expand_templates(params)
 
 
 def load_checked_params(path: Path = PARAMS_FILE, grid_path: Path | None = GRID_FILE) -> dict:
@@ -268,6 +325,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     params = load_checked_params(args.params)
     grid = derive_grid(params)
+    for warning in check_warnings(params):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{args.params}: ok (profile {params['profile']}: {len(grid['datasets'])} datasets, "
           f"{len(grid['partitions'])} partitions, {len(grid['run_ids'])} runs, "
           f"{len(grid_runs(grid))} run-seed stages)")

@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 
 from pipeline.clientdata import sample_cohort
-from pipeline.datasets import dataset_spec
-from pipeline.partition import PARTITIONS_DIR
+from pipeline.inputs import dataset_spec
+from pipeline.inputs import PARTITION_RECORDS
 from pipeline.train import RUNS_DIR
 
 # Effective fp32 training throughput assumed for one H100-class GPU on these small models and batches
@@ -65,7 +65,7 @@ def forward_flops(model: torch.nn.Module, image_shape) -> int:
 def client_sizes(params: dict, partition: str) -> list[int] | None:
     """Training samples per client: from the built partition when there is one, else an equal split of
     the dataset's training set (minus the validation fraction); None when unknown (FEMNIST unbuilt)."""
-    meta = PARTITIONS_DIR / partition / "meta.json"
+    meta = PARTITION_RECORDS / partition / "meta.json"
     if meta.is_file():
         return json.loads(meta.read_text())["train_sizes"]
     settings = params["partitions"][partition]

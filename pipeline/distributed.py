@@ -14,6 +14,10 @@ taken in one fixed order, the same on every rank and in one process, so a run's 
 how many processes trained it (a ring all-reduce adds in an order set by the ring). The price is K
 model-sized messages a round instead of one, small next to local training for the models here.
 Rank 0 alone evaluates, probes, checkpoints and writes the outputs (pipeline.train).
+
+The device a run trains on is chosen here too (`device_type`, FEDFORGET_DEVICE), with its kernels
+(`apply_kernel_settings`, FEDFORGET_DETERMINISTIC) and its description in timing.json (`describe_device`);
+docs/scaling.md says what is reproducible bit for bit on which device.
 """
 from __future__ import annotations
 
@@ -22,12 +26,14 @@ import datetime
 import io
 import logging
 import os
+import platform
 import shlex
 import signal
 import socket
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -39,6 +45,13 @@ QUIET_PEERS_VARIABLE = "FEDFORGET_LAUNCHED"  # set for the workers of relaunch_u
 USER_ERROR_EXIT = 2  # pipeline.errors.exit_on_user_error's code
 PEER_LOST_EXIT = 3  # a worker that only lost its peers, under relaunch_under_torchrun
 TIMEOUT_VARIABLE = "FEDFORGET_DIST_TIMEOUT"  # seconds to wait for the rendezvous and for each collective
+# gloo or nccl; unset: nccl when training on CUDA, else gloo. gloo lets several processes share one GPU
+# (NCCL refuses two ranks on one device), at the price of collectives through the host.
+BACKEND_VARIABLE = "FEDFORGET_DIST_BACKEND"
+BACKENDS = ("gloo", "nccl")
+DEVICE_VARIABLE = "FEDFORGET_DEVICE"  # cpu or cuda; unset: cuda when CUDA is available, else cpu
+DEVICES = ("cpu", "cuda")
+DETERMINISTIC_VARIABLE = "FEDFORGET_DETERMINISTIC"  # 1: deterministic GPU kernels (use_deterministic_kernels)
 
 
 @dataclass(frozen=True)
@@ -70,7 +83,9 @@ def timeout() -> datetime.timedelta:
 
 
 def start() -> Ranks | None:
-    """Join the process group torchrun set up (None when this is a plain single process)."""
+    """Set the kernels FEDFORGET_DETERMINISTIC asks for (every rank alike: their states must agree), then
+    join the process group torchrun set up (None when this is a plain single process)."""
+    apply_kernel_settings()
     if not inside_torchrun():
         return None
     size, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
@@ -78,12 +93,14 @@ def start() -> Ranks | None:
     if size == 1:
         return None
     address = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        if local_rank >= torch.cuda.device_count():
-            raise UserError(f"torchrun: local rank {local_rank} has no GPU of its own (this node has "
-                            f"{torch.cuda.device_count()}); allowed: --nproc-per-node up to the GPU count")
-        torch.cuda.set_device(local_rank)
+    device = device_type()
+    backend = backend_for(device)
+    if device == "cuda":
+        gpus = torch.cuda.device_count()
+        problem = processes_exceed_gpus(local_rank + 1, gpus, backend)
+        if problem:
+            raise UserError(f"torchrun: local rank {local_rank}: {problem}")
+        torch.cuda.set_device(local_rank % gpus)
     try:
         if rank != 0 and "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ:
             wait_for_rank_0(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), timeout().total_seconds())
@@ -94,6 +111,41 @@ def start() -> Ranks | None:
                         f"within {timeout().total_seconds():g} s ({first}); start every rank with torchrun, "
                         f"or set MASTER_ADDR/MASTER_PORT to a reachable rank 0") from None
     return Ranks(rank, size, local_rank)
+
+
+def device_type() -> str:
+    """The kind of device a run trains on: FEDFORGET_DEVICE, else CUDA where it is available."""
+    text = os.environ.get(DEVICE_VARIABLE, "").strip()
+    if not text:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if text not in DEVICES:
+        raise UserError(f"{DEVICE_VARIABLE}: {text!r} is not allowed; expected one of {', '.join(DEVICES)}")
+    if text == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"{DEVICE_VARIABLE}: cuda, but CUDA is not available here; use cpu")
+    return text
+
+
+def backend_for(device: str) -> str:
+    """torch.distributed's backend for ranks training on `device` (cpu or cuda): FEDFORGET_DIST_BACKEND,
+    else NCCL on CUDA and gloo on the CPU."""
+    text = os.environ.get(BACKEND_VARIABLE, "").strip()
+    if not text:
+        return "nccl" if device == "cuda" else "gloo"
+    if text not in BACKENDS:
+        raise UserError(f"{BACKEND_VARIABLE}: {text!r} is not allowed; expected one of {', '.join(BACKENDS)}")
+    if text == "nccl" and device != "cuda":
+        raise UserError(f"{BACKEND_VARIABLE}: nccl needs ranks training on CUDA (this run trains on {device}); "
+                        "use gloo")
+    return text
+
+
+def processes_exceed_gpus(per_node: int, gpus: int, backend: str) -> str | None:
+    """Why `per_node` processes cannot train on a node with `gpus` GPUs over `backend`, or None: NCCL
+    needs a GPU per process; gloo lets processes share GPUs (round-robin)."""
+    if backend == "nccl" and per_node > gpus:
+        return (f"{per_node} processes on a node with {gpus} GPU{'s' * (gpus != 1)}: NCCL needs a GPU of its own "
+                f"for each; allowed: --nproc-per-node up to {gpus}, or {BACKEND_VARIABLE}=gloo to share them")
+    return None
 
 
 def wait_for_rank_0(host: str, port: int, seconds: float) -> None:
@@ -144,8 +196,8 @@ def check_agreement(ranks: Ranks | None, state: dict, round_: int, device: torch
     digests = all_gather(ranks, state_digest(state), device, f"comparing the ranks' states after round {round_}")
     if len(set(digests)) > 1:
         raise UserError(f"torch.distributed: the ranks' server states differ after round {round_} "
-                        "(non-deterministic kernels on this device?); set torch.use_deterministic_algorithms "
-                        "and CUBLAS_WORKSPACE_CONFIG=:4096:8, or train this run in one process")
+                        "(non-deterministic kernels on this device?); set FEDFORGET_DETERMINISTIC=1 "
+                        "(use_deterministic_kernels), or train this run in one process")
 
 
 def stop(ranks: Ranks | None) -> None:
@@ -154,9 +206,70 @@ def stop(ranks: Ranks | None) -> None:
 
 
 def device_for(ranks: Ranks | None) -> torch.device:
-    if not torch.cuda.is_available():
+    """The device this process trains on (`device_type`); under torchrun a rank's own GPU, shared
+    round-robin when gloo lets more processes than GPUs run on a node."""
+    if device_type() == "cpu":
         return torch.device("cpu")
-    return torch.device("cuda", ranks.local_rank) if ranks else torch.device("cuda")
+    return torch.device("cuda", ranks.local_rank % torch.cuda.device_count()) if ranks else torch.device("cuda")
+
+
+def use_deterministic_kernels() -> None:
+    """Deterministic kernels where torch has them: torch.use_deterministic_algorithms(True, warn_only=True),
+    cuDNN without its autotuner, and cuBLAS with a fixed workspace (must be set before cuBLAS starts).
+
+    warn_only, not the strict setting: torch has no deterministic CUDA backward for AdaptiveAvgPool2d,
+    which ResNet-18, the shallow ResNet and DenseNet-121 end with, and the strict setting makes their
+    first backward pass raise ("adaptive_avg_pool2d_backward_cuda does not have a deterministic
+    implementation"). With warn_only torch warns and runs its atomic-add kernel; for these models'
+    global pooling (a 1x1 output) every input element receives a single addition, so the bits do not
+    depend on the order of the atomics."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+
+
+def apply_kernel_settings() -> None:
+    """The kernel settings the environment asks for (FEDFORGET_DETERMINISTIC: 0 or 1, default 0)."""
+    text = os.environ.get(DETERMINISTIC_VARIABLE, "0").strip()
+    if text not in ("0", "1"):
+        raise UserError(f"{DETERMINISTIC_VARIABLE}: {text!r} is not allowed; expected 0 or 1")
+    if text == "1":
+        use_deterministic_kernels()
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe_device(device: torch.device) -> dict:
+    """The device a run trained on, its software and the flags that decide its rounding: what a
+    reader needs to know which numbers to expect bit for bit (docs/scaling.md)."""
+    info = {"type": device.type, "torch": torch.__version__}
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        info.update({"name": torch.cuda.get_device_name(index),
+                     "capability": ".".join(map(str, torch.cuda.get_device_capability(index))),
+                     "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()})
+    else:
+        info.update({"name": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                     "threads": torch.get_num_threads()})
+    info.update({
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+    })
+    return info
 
 
 def check_cohort_size(ranks: Ranks | None, cohort_size: int, run: str) -> None:
@@ -241,6 +354,10 @@ def fit_launch(options: str, cohort_size: int, run: str) -> str | None:
         return options
     if int(per_node) < 1:
         raise UserError(f"{LAUNCH_VARIABLE}: --nproc-per-node {per_node} is not allowed; expected >= 1")
+    device = device_type()
+    problem = device == "cuda" and processes_exceed_gpus(int(per_node), torch.cuda.device_count(), backend_for(device))
+    if problem:  # said once, here, before any worker starts
+        raise UserError(f"{LAUNCH_VARIABLE}: {problem}")
     if int(nodes) > 1 or int(per_node) <= cohort_size:
         check_cohort_size(Ranks(0, int(per_node) * int(nodes), 0), cohort_size, run)
         return options

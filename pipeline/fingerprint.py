@@ -4,10 +4,11 @@
 
 Why a stage of its own: DVC parses and rewrites the whole dvc.lock after every stage it runs (ruamel's
 round-trip YAML, pure Python), so each line of the lock costs every stage of a `dvc repro`. With ~150
-stages, listing the engine's 17 modules in every train stage made the lock 18,000 lines and its
+stages, listing the engine's modules in every train stage made the lock 18,000 lines and its
 rewriting most of a stage's ~10 s of start-up. The train stages depend on this file (and on their own
-algorithm's module, so that editing one algorithm retrains only its runs); this stage depends on the
-modules. A changed module changes this file's digests, so every train stage still reruns, as before.
+algorithm's module, so that editing one algorithm retrains only its runs); this stage depends on all
+of pipeline/ and writes the digests of ENGINE_CODE only: a changed engine module changes this file and
+every train stage reruns; an edit anywhere else reruns this stage alone, its file unchanged.
 """
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ from pipeline.io import sha256_file, write_json
 
 OUTPUT = Path("fingerprint/engine.json")
 
-# The modules whose code decides a run's numbers, whatever its algorithm (dvc.yaml's fingerprint stage
-# lists the same; tests/test_fingerprint.py checks both against what pipeline.train imports).
+# The modules whose code decides a run's numbers, whatever its algorithm: the one list of them (dvc.yaml's
+# fingerprint stage depends on all of pipeline/; tests/test_fingerprint.py checks this list against what
+# pipeline.train imports). The download, partition and resolve stages' files are not here: training
+# reads their outputs through pipeline/inputs.py's loaders, which are.
 ENGINE_CODE = tuple(f"pipeline/{name}" for name in (
     "train.py", "clientdata.py", "cohort.py", "cohort_mlp.py", "rounds.py", "optimizers.py", "losses.py",
-    "metrics.py", "forgetting.py", "fisher.py", "models.py", "runs.py", "datasets.py", "partition.py",
+    "metrics.py", "forgetting.py", "fisher.py", "models.py", "inputs.py",
     "path_score.py", "distributed.py", "algorithms/__init__.py", "algorithms/common.py"))
 
 

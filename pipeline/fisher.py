@@ -128,6 +128,8 @@ def client_fisher(local, hp: dict) -> dict:
     indices = local.train_index
     generator = local.generator(FISHER_STREAM)
     if hp.get("fisher_samples") and hp["fisher_samples"] < len(indices):
-        indices = indices[torch.randperm(len(indices), generator=generator)[:hp["fisher_samples"]]]
+        # drawn on the CPU, where the client's generator lives; moved to the indices' device to pick there
+        chosen = torch.randperm(len(indices), generator=generator)[:hp["fisher_samples"]]
+        indices = indices[chosen.to(indices.device)]
     return diagonal_fisher(local.model, local.params, local.data.inputs(indices), local.data.y[indices],
                            hp["fisher_labels"], generator, buffers=local.buffers)

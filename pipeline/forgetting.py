@@ -84,29 +84,6 @@ def forgettable_counts(local_correct: torch.Tensor, global_correct: torch.Tensor
     return (local_correct & ~global_correct & valid).sum(dim=1, dtype=torch.long)
 
 
-def forgetting_events(correct: torch.Tensor) -> torch.Tensor:
-    """Example-forgetting events per example (Toneva et al. 2019, as FedWAvg's Table 1 counts them).
-
-    `correct[t, n]` says whether example n was classified correctly at its t-th presentation (bool
-    [T, N]). A forgetting event is a presentation t ≥ 1 with correct[t-1] and not correct[t], so a
-    wrong first presentation is no event, and an example never learned has 0 events (Toneva et al.
-    rank such examples apart, as never learned; that is not an event count). Returns long [N].
-
-    In federated training the presentations are per round and client: a client's local model before
-    aggregation and the global model after it. The events there are the forgettable examples
-    (`forgettable_counts`) summed over clients and rounds; the engine does that sum.
-    """
-    if correct.dtype != torch.bool or correct.dim() != 2:
-        raise ValueError(f"correct must be a 2-D bool tensor [T, N], got {correct.dtype} "
-                         f"of shape {tuple(correct.shape)}")
-    return (correct[:-1] & ~correct[1:]).sum(dim=0, dtype=torch.long)
-
-
-def total_forgetting_events(correct: torch.Tensor) -> int:
-    """All examples' forgetting events (`forgetting_events`) added up."""
-    return int(forgetting_events(correct).sum())
-
-
 def new_presentation_record(size: int, device=None) -> dict:
     """A client's presentation history in a compact form: `last` is its examples' correctness at their
     latest presentation (-1: never presented yet), `forgets` their forgetting events so far."""
@@ -119,7 +96,10 @@ def record_presentations(record: dict, positions: torch.Tensor, correct: torch.T
     events they contain. `positions[s, b]` is which of the client's examples step s presented in slot b
     (-1: none, a padded slot), `correct[s, b]` whether the forward pass of that step got it right.
 
-    The streaming form of `forgetting_events`: the same events, without keeping every presentation.
+    A forgetting event (Toneva et al. 2019, as FedWAvg's Table 1 counts them) is a wrong presentation of
+    an example whose previous presentation was right: a wrong first presentation is no event, and an
+    example never learned has none. Counted as they stream in, without keeping every presentation
+    (tests/oracles.py holds the dense count over all presentations that the tests compare it with).
     Within a step an example appears at most once, so steps are applied one after another."""
     last, forgets = record["last"], record["forgets"]
     events = torch.zeros((), dtype=torch.int64, device=last.device)  # summed on the device, read once

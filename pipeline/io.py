@@ -21,9 +21,9 @@ def atomic_path(path: str | os.PathLike):
     """Yield a temporary path beside `path`; on success rename it to `path`, on failure remove it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
-    tmp = Path(tmp)
+    tmp = Path(name)
     try:
         yield tmp
         os.replace(tmp, path)

@@ -314,7 +314,3 @@ def model_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
     inputs (dropout masks, BatchNorm's `present`) excluded."""
     return {name: value.detach().clone() for name, value in model.named_buffers()
             if not name.endswith((".mask", ".present"))}
-
-
-def has_batch_norm(model: nn.Module) -> bool:
-    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())

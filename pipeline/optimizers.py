@@ -3,8 +3,13 @@
 Each parameter is stacked along a leading client dimension (weight [C, out, in]) and every update is
 elementwise, so one call moves all C clients. `active` (bool, shape [C]) says which clients take this
 step; a client that has run out of local data is left exactly unchanged, parameters and optimiser
-state alike (Adam's step count too). The same code steps one unstacked client with
-`active = torch.tensor(True)`: `active` broadcasts against each parameter's leading dimensions.
+state alike (Adam's step count too). The same code steps one unstacked client with `active = None`
+(the sequential path: the client steps, and Adam counts its steps in a Python int, so that no step
+copies a count to or from a GPU) or `active = torch.tensor(True)`, which broadcasts against each
+parameter's leading dimensions.
+
+`everyone` is the host's knowledge that every client steps (the schedule is drawn on the CPU): with
+it, a step on a GPU never waits for `active.all()` to come back; without it, that is asked.
 
 The updates are torch.optim.SGD's and torch.optim.Adam's (L2 weight decay added to the gradient, no
 Nesterov, no AMSGrad), with the same arithmetic order, so a cohort matches per-client torch.optim runs.
@@ -16,6 +21,7 @@ is sampled again later may not even be in the same cohort position.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +30,39 @@ import torch
 def _client_mask(active: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     """`active` shaped to broadcast over `param`'s trailing (per-client) dimensions."""
     return active.to(param.device).reshape(active.shape + (1,) * (param.dim() - active.dim()))
+
+
+def every_client_steps(active: torch.Tensor | None, everyone: bool | None) -> bool:
+    """Whether this step moves every client: `everyone` when the caller knows it on the host, else asked
+    of `active` (a device sync on a GPU); one unstacked client (`active` None) always steps."""
+    if active is None:
+        return True
+    return bool(active.all()) if everyone is None else everyone
+
+
+def active_on_host(active: torch.Tensor | None, known: Sequence[bool] | None = None) -> list[bool]:
+    """Which clients step, as host booleans: `known` when the caller has them (the schedule is drawn on
+    the CPU), else read from `active` (a device sync on a GPU); [True] for one unstacked client (None)."""
+    if known is not None:
+        return list(known)
+    if active is None:
+        return [True]
+    return [bool(on) for on in active.reshape(-1).tolist()]
+
+
+def host_bias_corrections(lr: float, beta1: float, beta2: float, step: int) -> tuple[float, float]:
+    """Adam's −lr/(1 − β1ᵗ) and √(1 − β2ᵗ) for one client's step count t, as Python floats. Computed by
+    the stacked path's own float64 tensor formulas, on the CPU (no device is involved), because Python's
+    float arithmetic does not give the same bits: `lr / tensor` is torch's `tensor.reciprocal() * lr`,
+    and math.sqrt differed from torch's square root in the last bit at t = 38 (β2 = 0.999) here."""
+    t = torch.tensor(float(step), dtype=torch.float64)
+    return float(-(lr / (1 - beta1 ** t))), float((1 - beta2 ** t) ** 0.5)
+
+
+def per_client(values: tuple, active: torch.Tensor, param: torch.Tensor) -> tuple:
+    """Per-client float64 values in `param`'s dtype and device, shaped to broadcast over its trailing dimensions."""
+    shape = active.shape + (1,) * (param.dim() - active.dim())
+    return tuple(value.to(param.device, param.dtype).reshape(shape) for value in values)
 
 
 def _apply(param: torch.Tensor, updated: torch.Tensor, mask: torch.Tensor | None, keep_steps: bool):
@@ -45,13 +84,13 @@ class SGD:
     momentum: float = 0.0
     weight_decay: float = 0.0
 
-    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor,
-             keep_steps: bool = False) -> dict:
+    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor | None,
+             keep_steps: bool = False, everyone: bool | None = None) -> dict:
         """torch.optim.SGD's update (dampening 0, no Nesterov), applied only where `active`.
 
         Updates `params` and the momentum buffers in `state` in place. With `keep_steps`, returns
         name -> the step Δθ taken (0 where inactive); otherwise {}."""
-        everyone = bool(active.all())
+        everyone = every_client_steps(active, everyone)
         buffers = state.setdefault("momentum_buffer", {}) if self.momentum else None
         steps = {}
         for name, param in params.items():
@@ -86,33 +125,34 @@ class Adam:
     eps: float = 1e-8
     weight_decay: float = 0.0
 
-    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor,
-             keep_steps: bool = False) -> dict:
+    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor | None,
+             keep_steps: bool = False, everyone: bool | None = None) -> dict:
         """torch.optim.Adam's update (L2 weight decay, not AdamW; no AMSGrad), applied only where `active`.
 
         Each client has its own step count, since a client that skipped steps has seen fewer
         gradients and its bias correction must say so. Updates `params` and `state` in place. With
         `keep_steps`, returns name -> the step Δθ taken (0 where inactive); otherwise {}."""
         beta1, beta2 = self.betas
-        everyone = bool(active.all())
+        everyone = every_client_steps(active, everyone)
         exp_avgs = state.setdefault("exp_avg", {})
         exp_avg_sqs = state.setdefault("exp_avg_sq", {})
-        if "step" not in state:
-            state["step"] = torch.zeros(active.shape, dtype=torch.int64, device=active.device)
-        state["step"] += active
-        # torch computes the bias corrections in Python floats (double) from its step count; so do we,
-        # per client. A client that has never stepped gets an infinite step size, masked out below.
-        t = state["step"].to(torch.float64)
-        step_size = self.lr / (1 - beta1 ** t)
-        bias_correction2_sqrt = (1 - beta2 ** t) ** 0.5
+        if active is None:  # one client: its count on the host, its corrections Python floats
+            state["step"] = state.get("step", 0) + 1
+            corrections = host_bias_corrections(self.lr, beta1, beta2, state["step"])
+        else:
+            if "step" not in state:
+                state["step"] = torch.zeros(active.shape, dtype=torch.int64, device=active.device)
+            state["step"] += active
+            # torch computes the bias corrections in Python floats (double) from its step count; so do
+            # we, per client. A client that has never stepped gets an infinite step size, masked out below.
+            t = state["step"].to(torch.float64)
+            corrections = (-(self.lr / (1 - beta1 ** t)), (1 - beta2 ** t) ** 0.5)
         steps = {}
         for name, param in params.items():
             g = grads[name]
             if self.weight_decay:
                 g = g.add(param, alpha=self.weight_decay)
-            per_client = active.shape + (1,) * (param.dim() - active.dim())
-            neg_step_size = (-step_size).to(param.device, param.dtype).reshape(per_client)
-            bc2_sqrt = bias_correction2_sqrt.to(param.device, param.dtype).reshape(per_client)
+            neg_step_size, bc2_sqrt = corrections if active is None else per_client(corrections, active, param)
             exp_avg = exp_avgs.get(name)
             if exp_avg is None:
                 exp_avg = exp_avgs[name] = torch.zeros_like(param)

@@ -2,22 +2,25 @@
 
     python -m pipeline.partition NAME
 
-writes data/partitions/<NAME>/ : clients.npz (every client's train indices, and validation indices
-when val_fraction > 0, as one concatenated array plus offsets), label_counts.json, meta.json and
-label_mix.png (the label mix of a sample of clients, like TCE's Figure 4). Every partitioner is a pure
+writes data/partitions/<NAME>/clients.npz (DVC's cache: every client's train indices, and validation
+indices when val_fraction > 0, as one concatenated array plus offsets) and its record in git,
+reports/partitions/<NAME>/: meta.json (sizes, checksums: what the train stages depend on),
+label_counts.json and label_mix.png (the label mix of a sample of clients, like TCE's Figure 4). The
+loader the training engine uses is pipeline/inputs.py's load_partition. Every partitioner is a pure
 function of (labels, its params, a seeded generator): the same inputs give byte-identical files.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.errors import UserError, exit_on_user_error
+from pipeline.inputs import PARTITION_RECORDS, PARTITIONS_DIR
 from pipeline.io import atomic_dir, sha256_file, write_json
 
-PARTITIONS_DIR = Path("data/partitions")
 
 
 class PartitionError(UserError):
@@ -236,10 +239,6 @@ def pack(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return flat, offsets
 
 
-def unpack(flat: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
-    return [flat[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
-
-
 def label_counts(parts: list[np.ndarray], labels: np.ndarray, classes: int) -> list[list[int]]:
     return [np.bincount(labels[p], minlength=classes).tolist() for p in parts]
 
@@ -272,7 +271,9 @@ def plot_label_mix(counts: list[list[int]], title: str, path: Path, sample: int 
 
 
 def write_partition(name: str, settings: dict, result: dict, labels: np.ndarray, classes: int,
-                    prepared_sha256: str, out_dir: Path) -> None:
+                    prepared_sha256: str, out_dir: Path, record_dir: Path) -> None:
+    """clients.npz into `out_dir` (DVC's cache), and into `record_dir` (git) the partition's record:
+    meta.json (with the checksums the train stages depend on), label_counts.json and label_mix.png."""
     from pipeline.io import save_npz
 
     train_flat, train_offsets = pack(result["train"])
@@ -280,6 +281,8 @@ def write_partition(name: str, settings: dict, result: dict, labels: np.ndarray,
     with atomic_dir(out_dir) as tmp:
         save_npz(tmp / "clients.npz", train_indices=train_flat, train_offsets=train_offsets,
                  val_indices=val_flat, val_offsets=val_offsets)
+        clients_sha256 = sha256_file(tmp / "clients.npz")
+    with atomic_dir(record_dir) as tmp:
         counts = label_counts(result["train"], labels, classes)
         write_json(tmp / "label_counts.json", {"train": counts,
                                                "val": label_counts(result["val"], labels, classes)})
@@ -287,33 +290,11 @@ def write_partition(name: str, settings: dict, result: dict, labels: np.ndarray,
             "name": name, "dataset": settings["dataset"], "settings": settings,
             "clients": len(result["train"]), "prepared_sha256": prepared_sha256,
             "train_sizes": [len(p) for p in result["train"]], "val_sizes": [len(p) for p in result["val"]],
-            "clients_sha256": sha256_file(tmp / "clients.npz"),
+            "clients_sha256": clients_sha256,
         }
         meta.update({k: v for k, v in result.items() if k not in ("train", "val")})
         write_json(tmp / "meta.json", meta)
         plot_label_mix(counts, f"{name}: label mix of sampled clients", tmp / "label_mix.png")
-
-
-def load_partition(name: str, dataset_sha256: str | None = None) -> dict:
-    """Client index lists of a written partition, refusing a corrupt file or one built from other data."""
-    import json
-
-    from pipeline.datasets import read_npz
-
-    folder = PARTITIONS_DIR / name
-    meta_path = folder / "meta.json"
-    if not meta_path.is_file():
-        raise UserError(f"{folder}: partition not built yet; run `dvc repro partition@{name}`")
-    meta = json.loads(meta_path.read_text())
-    if sha256_file(folder / "clients.npz") != meta["clients_sha256"]:
-        raise UserError(f"{folder / 'clients.npz'}: checksum differs from meta.json (truncated or changed); "
-                        f"rerun `dvc repro -f partition@{name}`")
-    if dataset_sha256 is not None and meta["prepared_sha256"] != dataset_sha256:
-        raise UserError(f"{folder}: built from another version of dataset {meta['dataset']}; "
-                        f"rerun `dvc repro partition@{name}`")
-    arrays = read_npz(folder / "clients.npz")
-    return {"meta": meta, "train": unpack(arrays["train_indices"], arrays["train_offsets"]),
-            "val": unpack(arrays["val_indices"], arrays["val_offsets"])}
 
 
 @exit_on_user_error
@@ -322,7 +303,8 @@ def main(argv=None) -> None:
     parser.add_argument("name", help="a key of `partitions` in params.yaml")
     args = parser.parse_args(argv)
     from pipeline.config import load_checked_params
-    from pipeline.datasets import dataset_spec, load_prepared, prepared_path
+    from pipeline.inputs import dataset_spec, load_prepared_with_sha256
+    from pipeline.partition_sizes import dropped_samples_warning
 
     params = load_checked_params()
     if args.name not in params["partitions"]:
@@ -330,15 +312,18 @@ def main(argv=None) -> None:
     settings = params["partitions"][args.name]
     dataset = settings["dataset"]
     overrides = params.get("datasets", {}).get(dataset) or {}
-    arrays = load_prepared(dataset, overrides)
+    arrays, sha = load_prepared_with_sha256(dataset, overrides)
     try:
         result = make_partition(settings, arrays["y_train"], arrays.get("writer_train"))
     except PartitionError as error:
         raise UserError(f"partitions.{args.name}.{error}") from None
-    sha = sha256_file(prepared_path(dataset))
     write_partition(args.name, settings, result, arrays["y_train"], dataset_spec(dataset).classes, sha,
-                    PARTITIONS_DIR / args.name)
+                    PARTITIONS_DIR / args.name, PARTITION_RECORDS / args.name)
     sizes = [len(p) for p in result["train"]]
+    held = sum(sizes) + sum(len(p) for p in result["val"])
+    warning = dropped_samples_warning(f"partitions.{args.name}", settings, len(arrays["y_train"]), held)
+    if warning:  # the same line `config --check` prints, counted here from what was built
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{PARTITIONS_DIR / args.name}: {len(sizes)} clients, {min(sizes)}..{max(sizes)} train samples each")
 
 

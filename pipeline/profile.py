@@ -17,6 +17,7 @@ import yaml
 from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, check_params, derive_grid, grid_runs, read_yaml
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_text
+from pipeline.runs import expand_templates
 from pipeline.stagefiles import write_stage_files
 
 GRID_HEADER = ("# Written by `python -m pipeline.profile` from params.yaml; do not edit by hand.\n"
@@ -40,7 +41,7 @@ def main(argv=None) -> None:
     text = PARAMS_FILE.read_text()
     if args.profile:
         text = set_profile_line(text, args.profile)
-    params = yaml.safe_load(text)
+    params = expand_templates(yaml.safe_load(text))
     problems = check_params(params)
     if problems:  # validated before anything is written: a bad params.yaml changes no file
         raise UserError("\n".join(problems))

@@ -22,9 +22,9 @@ from functools import cached_property
 import torch
 
 from pipeline import distributed, forgetting
-from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule, generator_for, sample_cohort
-from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, cohort_chunk_size, repeat_for, slice_tree, stack_trees,
-                             train_sequential, train_vectorized)
+from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule_on_host, generator_for, sample_cohort
+from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, StepPlan, cohort_chunk_size, repeat_for, slice_tree,
+                             stack_trees, train_sequential, train_vectorized)
 from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
 from pipeline.models import frozen_parameters, model_buffers
@@ -146,10 +146,23 @@ def probe_positions(cohort: list[int], num_clients: int, limit: int, seed: int) 
 
 def all_finite(tree) -> bool:
     """No NaN or inf anywhere in an upload (parameters, Fisher, ...): one poisoned upload would
-    spread through the server's sums to every client."""
+    spread through the server's sums to every client. One answer read back from the device for the
+    whole tree, not one per tensor."""
+    checks = [torch.isfinite(leaf).all() for leaf in tensor_leaves(tree)]
+    return bool(torch.stack(checks).all()) if checks else True
+
+
+def tensor_leaves(tree) -> list[torch.Tensor]:
     if isinstance(tree, dict):
-        return all(all_finite(v) for v in tree.values())
-    return bool(torch.isfinite(tree).all()) if torch.is_tensor(tree) else True
+        return [leaf for value in tree.values() for leaf in tensor_leaves(value)]
+    if isinstance(tree, (list, tuple)):
+        return [leaf for value in tree for leaf in tensor_leaves(value)]
+    return [tree] if torch.is_tensor(tree) else []
+
+
+def state_device(state: dict) -> torch.device:
+    """Where the server state lives (its global model's device)."""
+    return next(iter(state["params"].values())).device
 
 
 def tensor_bytes(tree) -> int:
@@ -174,7 +187,10 @@ def weighted_buffers(buffers: list[dict], weights: list[float]) -> dict:
 def train_chunk(model, algorithm, hp, state, data, settings, round_, members, vectorized, shared, optimizer):
     """Train one chunk of the cohort; returns (LocalResults, mean losses, presentations' correctness or None)."""
     seed = settings["seed"]
-    index, weight = cohort_schedule(data, members, settings["local_epochs"], settings["batch_size"], seed, round_)
+    index, weight = cohort_schedule_on_host(data, members, settings["local_epochs"], settings["batch_size"], seed,
+                                            round_)
+    plan = StepPlan.from_weights(weight)  # the schedule the training loop branches on, kept on the host
+    index, weight = index.to(data.x.device), weight.to(data.x.device)
     frozen = frozen_names(model, settings)
     stacked = repeat_for({n: v for n, v in state["params"].items() if n not in frozen}, len(members))
     # In the model's order, not the set's (which follows the string hash, random per process): the
@@ -187,16 +203,17 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
                     client_logit_mask(settings["loss"], data, members),
                     DropoutDraws(model, members, seed, round_, settings["batch_size"], data.inputs(index[0, 0, :1])),
                     augment=augment_draws(settings, members, round_, data), tracker_factory=tracker_factory,
-                    record_correct=settings.get("example_events", False), fixed=fixed)
+                    record_correct=settings.get("example_events", False), fixed=fixed, plan=plan)
     model.train()
     outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
+    steps = plan.steps_per_client()  # what outcome.steps holds, known on the host
     results = []
     for c, client in enumerate(members):
         results.append(LocalResult(
             client=client, start=state["params"],
             params={name: value[c].detach().clone() for name, value in {**stacked, **fixed}.items()},
             buffers={name: value[c].detach().clone() for name, value in buffers.items()},
-            steps=int(outcome.steps[c]), optimizer=optimizer, context=slice_tree(contexts, c), shared=shared,
+            steps=steps[c], optimizer=optimizer, context=slice_tree(contexts, c), shared=shared,
             tracked=outcome.tracker.client_result(c) if outcome.tracker is not None else None,
             model=model, data=data, seed=seed, round=round_))
     return results, outcome.losses, None if outcome.correct is None else (index, weight, outcome.correct)
@@ -267,11 +284,10 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
     if ranks is not None:
         locals_, uploads, train_loss, presentations, events = gather_cohort(
             ranks, locals_, uploads, train_loss, {k: presentations[k] for k in mine if k in presentations}, events,
-            state.get("presentations", {}))
+            state.get("presentations", {}), state_device(state))
     sizes = [len(data.clients[k]) for k in cohort]
     weights = [n / sum(sizes) for n in sizes]
-    diverged = not bool(torch.isfinite(train_loss).all()) or not all(
-        all_finite({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
+    diverged = not all_finite([train_loss] + [{k: up[k] for k in algorithm.sent_up(hp)} for up in uploads])
     sent_down = len(cohort) * (tensor_bytes(state["params"]) + sum(tensor_bytes(state[k])
                                                                    for k in algorithm.sent_down(hp)))
     sent_up = sum(tensor_bytes({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
@@ -293,15 +309,16 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
                        view if probe else None, events)
 
 
-def gather_cohort(ranks, locals_, uploads, train_loss, records, events, previous_records):
+def gather_cohort(ranks, locals_, uploads, train_loss, records, events, previous_records, device: torch.device):
     """Every rank's clients, in cohort order (ranks hold contiguous blocks, in rank order): their local
-    models, uploads, losses and presentation records. A client's `context` and `tracked` stay on its own
-    rank: only `client_upload`, which ran there, reads them."""
+    models, uploads, losses and presentation records, on `device` (the server state's: not the losses',
+    which may have been summed elsewhere). A client's `context` and `tracked` stay on its own rank: only
+    `client_upload`, which ran there, reads them."""
     template = locals_[0]  # every rank trains at least one client (distributed.check_cohort_size)
     mine = {"locals": [{"client": r.client, "params": r.params, "buffers": r.buffers, "steps": r.steps}
                        for r in locals_],
             "uploads": uploads, "loss": train_loss, "records": records, "events": events}
-    everyone = distributed.all_gather(ranks, mine, train_loss.device, f"gathering round {template.round}")
+    everyone = distributed.all_gather(ranks, mine, device, f"gathering round {template.round}")
     gathered_locals = [replace(template, **item, context=None, tracked=None)
                        for part in everyone for item in part["locals"]]
     merged = dict(previous_records)

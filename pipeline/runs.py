@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
-import json
-from pathlib import Path
 
 from pipeline.checks import (check_choice, check_fraction, check_int, check_keys, check_mapping, check_nonnegative,
                              check_positive, check_profiles, check_unique_ints, is_number)
 from pipeline.clientdata import AUGMENTATIONS, INPUT_SCALINGS
 from pipeline.errors import exit_on_user_error
+from pipeline.inputs import RESOLVED_DIR
 from pipeline.losses import LOSSES
 
 RUN_DEFAULTS = {
@@ -58,6 +56,45 @@ def deep_merge(base: dict, overrides: dict) -> dict:
     return merged
 
 
+def expand_templates(params: dict) -> dict:
+    """params with every run's `template: <name>` chain expanded (the run's own keys win; `scaled`
+    blocks merge key by key over the template's). Templates are how runs share settings in params.yaml:
+    not YAML anchors, which `dvc exp run -S` would write through into every run sharing one."""
+    from pipeline.errors import UserError
+
+    templates = params.get("templates") or {}
+    if not isinstance(templates, dict):
+        raise UserError(f"templates: {type(templates).__name__} is not allowed; expected a mapping of names to settings")
+
+    def expanded(path: str, entry, chain: tuple[str, ...]):
+        if not isinstance(entry, dict) or "template" not in entry:
+            return entry
+        name = entry["template"]
+        if not isinstance(name, str) or name not in templates:
+            raise UserError(f"{path}.template: {name!r} is not a template; expected one of {', '.join(templates)}")
+        if name in chain:
+            raise UserError(f"{path}.template: {name!r} names itself through {' -> '.join(chain + (name,))}; "
+                            "templates must not form a cycle")
+        base = expanded(f"templates.{name}", templates[name], chain + (name,))
+        if not isinstance(base, dict):
+            raise UserError(f"templates.{name}: {type(base).__name__} is not allowed; expected a mapping of run settings")
+        return inherit(base, {k: v for k, v in entry.items() if k != "template"})
+
+    runs = params.get("runs")
+    if not isinstance(runs, dict):
+        return params
+    return {**params, "runs": {key: expanded(f"runs.{key}", run, ()) for key, run in runs.items()}}
+
+
+def inherit(template: dict, own: dict) -> dict:
+    """A run's settings over its template's: own keys replace the template's, except `scaled`, whose keys
+    are merged one by one (a run that scales one more key keeps the template's other scalings)."""
+    merged = {**copy.deepcopy(template), **copy.deepcopy(own)}
+    if isinstance(template.get("scaled"), dict) and isinstance(own.get("scaled"), dict):
+        merged["scaled"] = {**copy.deepcopy(template["scaled"]), **copy.deepcopy(own["scaled"])}
+    return merged
+
+
 def scaled_keys(overrides: dict, prefix: str = "") -> list[str]:
     keys = []
     for key, value in overrides.items():
@@ -67,7 +104,7 @@ def scaled_keys(overrides: dict, prefix: str = "") -> list[str]:
 
 def check_run_values(path: str, run: dict, params: dict) -> list[str]:
     from pipeline.algorithms import check_algorithm
-    from pipeline.datasets import dataset_spec
+    from pipeline.inputs import dataset_spec
     from pipeline.models import FREEZES, MODELS, model_fits
 
     problems = check_choice(f"{path}.paper", run["paper"], PAPERS) if run.get("paper") is not None else []
@@ -191,31 +228,7 @@ def lookup(mapping: dict, dotted: str):
     return mapping
 
 
-def seed_settings(settings: dict, seed: int) -> dict:
-    """A run's settings for one of its seeds (what one train stage trains with)."""
-    return {**settings, "seed": seed, "key": seed_key(settings["run"], seed)}
-
-
-def seed_key(run: str, seed: int) -> str:
-    """The id of one (run, seed): its DVC stage, its results folder and checkpoint name."""
-    return f"{run}-seed{seed}"
-
-
-def settings_hash(settings: dict, extra: dict | None = None) -> str:
-    """A short hash of everything that determines a run's numbers (checkpoints are keyed by it)."""
-    payload = {k: v for k, v in settings.items() if k not in ("note", "checkpoint_every", "seeds")}
-    text = json.dumps({"settings": payload, "extra": extra or {}}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 # ---------------------------------------------------------------- the resolve stage
-
-RESOLVED_DIR = Path("resolved")
-
-
-def resolved_path(run: str) -> Path:
-    return RESOLVED_DIR / f"{run}.json"
-
 
 def write_resolved(params: dict, runs: list[str]) -> None:
     """resolved/<run>.json for every run of the profile: the settings its train stages read.
@@ -229,15 +242,6 @@ def write_resolved(params: dict, runs: list[str]) -> None:
         for run in runs:
             settings = {k: v for k, v in resolve_run(params, run).items() if k not in ("seeds", "note")}
             write_json(folder / f"{run}.json", settings)
-
-
-def read_resolved(run: str) -> dict:
-    from pipeline.errors import UserError
-
-    path = resolved_path(run)
-    if not path.is_file():
-        raise UserError(f"{path}: not written yet; run `dvc repro resolve` (or `python -m pipeline.runs`)")
-    return json.loads(path.read_text())
 
 
 @exit_on_user_error

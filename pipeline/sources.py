@@ -14,7 +14,6 @@ source's format. Anything wrong with a file raises `SourceError` with a one-line
 from __future__ import annotations
 
 import gzip
-import json
 import pickle
 import urllib.error
 from pathlib import Path
@@ -33,7 +32,7 @@ IDX_FILES = {
     "y_test": "t10k-labels-idx1-ubyte",
 }
 
-CIFAR_FILES = {
+CIFAR_FILES: dict[int, dict] = {
     10: {"train": [f"data_batch_{i}" for i in range(1, 6)], "test": ["test_batch"], "labels": b"labels"},
     100: {"train": ["train"], "test": ["test"], "labels": b"fine_labels"},
 }
@@ -230,47 +229,6 @@ def femnist_split(users: list[str], pixels: list, labels: list, ids: dict[str, i
     y = check_labels(np.concatenate(labels) if labels else np.zeros(0), FEMNIST_CLASSES, source)
     writers = np.repeat(np.array([ids[user] for user in users], dtype=np.int64), counts)
     return x, y, writers
-
-
-def leaf_json_files(raw_dir: Path, split: str) -> list[Path]:
-    # Only train/ and test/ hold the split; LEAF's all_data/ and sampled_data/ would duplicate samples.
-    files = sorted(path for path in raw_dir.rglob("*.json") if path.parent.name == split)
-    if not files:
-        raise SourceError(f"{raw_dir}: no LEAF json files in a {split}/ folder under it")
-    return files
-
-
-def read_leaf_json(path: Path) -> list[tuple[str, list, list]]:
-    """(user, x, y) for each user of one LEAF json file, in the file's user order."""
-    try:
-        content = json.loads(path.read_text())
-        rows = []
-        for user in content["users"]:
-            record = content["user_data"][user]
-            if len(record["x"]) != len(record["y"]):
-                raise SourceError(f"{path}: user {user} has {len(record['x'])} images but {len(record['y'])} labels")
-            rows.append((user, record["x"], record["y"]))
-        return rows
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise SourceError(f"{path}: not a LEAF json file ({type(error).__name__}: {error})") from None
-
-
-def load_femnist_leaf(raw_dir) -> dict:
-    """FEMNIST in LEAF's json format (the train/ and test/ folders of its preprocessing) with writer ids."""
-    raw_dir = Path(raw_dir)
-    splits = {}
-    for split in ("train", "test"):
-        splits[split] = [row for path in leaf_json_files(raw_dir, split) for row in read_leaf_json(path)]
-    ids = writer_ids(*([user for user, _, _ in rows] for rows in splits.values()))
-    arrays = {}
-    for split, rows in splits.items():
-        users, pixels, labels = ([row[i] for row in rows] for i in range(3))
-        try:
-            x, y, writers = femnist_split(users, pixels, labels, ids, f"{raw_dir} ({split})")
-        except ValueError as error:  # a pixel row that is not 784 numbers
-            raise SourceError(f"{raw_dir} ({split}): bad LEAF pixels ({error})") from None
-        arrays.update({f"x_{split}": x, f"y_{split}": y, f"writer_{split}": writers})
-    return arrays
 
 
 def import_h5py():

@@ -45,10 +45,13 @@ stages:
         # tests/test_algorithms_fedwavg.py checks it).
         - fingerprint/engine.json
         - pipeline/algorithms/${{item.algorithm}}.py
-        - data/prepared/${{item.dataset}}.npz
-        - data/partitions/${{item.partition}}
+        # The data through its records in git (each holds its file's sha256, which the loader checks),
+        # not the arrays in DVC's cache: a fresh clone without the cache has every train stage up to date.
+        - reports/datasets/${{item.dataset}}.json
+        - reports/partitions/${{item.partition}}/meta.json
+      # The trained model (data/models/<run>-seed<s>.pt) is written but is not an out, for the same
+      # reason: `dvc repro -f` of this stage or `python -m pipeline.train` rebuilds it bit for bit.
       outs:
-        - data/models/${{key}}.pt
         - reports/runs/${{item.run}}/seed${{item.seed}}/settings.json:
             cache: false
         - reports/runs/${{item.run}}/seed${{item.seed}}/timing.json:

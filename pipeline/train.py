@@ -40,17 +40,16 @@ from tqdm import tqdm
 
 from pipeline import distributed, forgetting
 from pipeline.algorithms import get_algorithm
+from pipeline.checks import read_grid, run_seed_problems
 from pipeline.clientdata import ClientData, cached_scaling_stats, cohort_size
 from pipeline.cohort import prefer_vectorized, tune_allocator
-from pipeline.datasets import dataset_spec, load_prepared_with_sha256
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.fingerprint import run_code_digest
+from pipeline.inputs import dataset_spec, load_partition, load_prepared_with_sha256, read_resolved, seed_settings, settings_hash
 from pipeline.io import atomic_path, write_json
 from pipeline.metrics import evaluate, rounds_to_accuracy
 from pipeline.models import build_model
-from pipeline.partition import load_partition
 from pipeline.rounds import initial_state, probe_positions, run_round
-from pipeline.runs import read_resolved, seed_settings, settings_hash
 
 RUNS_DIR = Path("reports/runs")
 MODELS_DIR = Path("data/models")
@@ -187,7 +186,27 @@ def write_outputs(settings: dict, history: list[dict], status: str, seconds: lis
     os.replace(tmp_dir, out_dir)
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
     save_torch(final_state, MODELS_DIR / f"{key}.pt")
+    remove_checkpoints(key)
     return summary
+
+
+def remove_checkpoints(key: str) -> None:
+    """A finished run's checkpoints: of no more use (its results are written), and left in place they
+    would make `dvc repro -f` resume at the last round rather than retrain."""
+    for path in CHECKPOINT_DIR.glob(f"{key}-*.pt"):
+        path.unlink(missing_ok=True)
+
+
+def machine_kind(device: torch.device) -> str:
+    """The processor a checkpoint was written on, part of its key: another CPU kind (AVX-512 or not) or GPU
+    can round differently, so a run resumed there would mix two machines' numbers."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        avx512 = " avx512f" in Path("/proc/cpuinfo").read_text()
+    except OSError:  # not Linux: the model name alone
+        avx512 = False
+    return distributed.cpu_model() + (" avx512f" if avx512 else "")
 
 
 def save_torch(obj, path: Path) -> None:
@@ -199,12 +218,15 @@ def save_torch(obj, path: Path) -> None:
 
 
 def timing(seconds: list[float], probe_seconds: list[float]) -> dict:
-    """Seconds per round (probes included) and the probes' own share, so their cost can be stated."""
+    """Seconds per round (probes included) and the probes' own share, so their cost can be stated; and
+    the device they were measured on (rank 0's: its name, software versions, precision and determinism
+    flags), since seconds and, on a GPU, the last bits of the numbers depend on it."""
     probed = [(s, p) for s, p in zip(seconds, probe_seconds) if p > 0]
     return {"seconds_total": round(sum(seconds), 3), "seconds_per_round": [round(s, 4) for s in seconds],
             "probe_seconds_total": round(sum(probe_seconds), 3),
             "probe_fraction_of_probed_rounds": (round(sum(p for _, p in probed) / sum(s - p for s, p in probed), 4)
-                                                if probed else None)}
+                                                if probed else None),
+            "device": distributed.describe_device(distributed.device_for(None))}
 
 
 def write_probes(folder: Path, settings: dict, probes: dict) -> None:
@@ -279,7 +301,8 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
         vectorized = prefer_vectorized(model, device, cohort_size(len(data.clients), settings["client_fraction"]))
     digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized,
                                       "code": run_code_digest(hp["name"]),
-                                      "device": device.type,
+                                      "device": device.type, "machine": machine_kind(device),
+                                      "torch": torch.__version__,
                                       "partition": load_partition(settings["partition"])["meta"]["clients_sha256"]})
     # Rank 0 reads the checkpoint and sends it: the ranks of a multi-node run need not share a disk.
     checkpoint = distributed.broadcast_from_main(ranks, load_checkpoint(key, digest, device) if main_rank else None,
@@ -365,6 +388,9 @@ def train_command(argv=None) -> None:
     parser.add_argument("--path", choices=("auto", "vectorized", "sequential"), default="auto",
                         help="how a cohort is trained: auto picks the faster for the model and device")
     args = parser.parse_args(argv)
+    problems = run_seed_problems(args.run, args.seed, read_grid())  # a pair no train stage has: refused
+    if problems:
+        raise UserError("\n".join(problems))
     settings = seed_settings(read_resolved(args.run), args.seed)
     per_round = cohort_size(len(load_partition(settings["partition"])["train"]), settings["client_fraction"])
     launch = os.environ.get(distributed.LAUNCH_VARIABLE, "").strip()

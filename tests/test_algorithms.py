@@ -13,7 +13,7 @@ from pipeline import models
 from pipeline.algorithms import check_algorithm, fedavg, fedcurv, fedprox, resolve_hyperparams
 from pipeline.clientdata import ClientData
 from pipeline.cohort import add_penalty_gradient
-from pipeline.rounds import aggregate_round, initial_state, run_round, server_state
+from pipeline.rounds import aggregate_round, run_round, server_state
 
 from synthetic import CLASSES, SHAPE, make_data, run_settings
 

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import synthetic
+from oracles import has_batch_norm
 from pipeline import models
 from pipeline.algorithms import ALGORITHMS, check_algorithm, fedavg, fednova, fedwavg, resolve_hyperparams, scaffold
 from pipeline.clientdata import ClientData, client_schedule, generator_for
@@ -479,7 +480,7 @@ def test_curves_on_seen_classes_use_exactly_the_test_samples_of_the_clients_clas
 def every_model(batch_norm: bool):
     for name in models.MODELS:
         for norm in models.NORMS.get(name, (None,)):
-            if models.has_batch_norm(build(name, (16, 16, 3), **({} if norm is None else {"norm": norm}))) == batch_norm:
+            if has_batch_norm(build(name, (16, 16, 3), **({} if norm is None else {"norm": norm}))) == batch_norm:
                 yield name, norm
 
 

@@ -18,6 +18,8 @@ import yaml
 
 from pipeline import datasets
 
+pytestmark = pytest.mark.e2e  # each case starts entry points in subprocesses (torch's import each time)
+
 REPO = Path(__file__).resolve().parents[1]
 TRAIN, TEST = 60, 20  # declared in params as datasets.mnist.train_size / test_size
 UNREACHABLE_PROXY = "http://127.0.0.1:9"  # connection refused at once: a download fails fast, network or not
@@ -121,9 +123,10 @@ PARTITION_CASES = {
     "alpha_negative": ({**DIRICHLET, "alpha": -0.5}, ["partitions.p.alpha", "> 0"]),
     "more_clients_than_samples": ({"dataset": "mnist", "scheme": "iid", "clients": TRAIN + 1, "seed": 0},
                                   ["partitions.p.clients", f"{TRAIN + 1} clients", f"{TRAIN} samples"]),
-    # 6 samples a class: 10 one-label blocks of 5, not the 20 asked for.
-    "shards_unsatisfiable": ({"dataset": "mnist", "scheme": "shards", "clients": 10, "shards_per_client": 2,
-                              "shard_size": 5, "seed": 0}, ["partitions.p.shard_size", "only 10"]),
+    # 6 samples a class: 10 one-label blocks of 4, not the 14 asked for. The subset's size alone would
+    # allow 15 (its class mix is not known before download), so the stage itself refuses this one.
+    "shards_unsatisfiable": ({"dataset": "mnist", "scheme": "shards", "clients": 7, "shards_per_client": 2,
+                              "shard_size": 4, "seed": 0}, ["partitions.p.shard_size", "only 10"]),
     "overlapping_cluster_classes": ({**CLUSTERS, "cluster_classes": [[0, 1], [1, 2]]},
                                     ["partitions.p.cluster_classes", "overlap"]),
     "too_many_classes_per_cluster": ({**CLUSTERS, "cluster_sizes": [1, 1, 1, 1], "classes_per_cluster": 3},
@@ -151,9 +154,11 @@ def test_the_same_project_with_good_params_partitions_fine(project):
     result = run(folder, "pipeline.partition", "p")
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    assert {p.name for p in (folder / "data" / "partitions" / "p").iterdir()} == {
-        "clients.npz", "label_counts.json", "meta.json", "label_mix.png"}
-    assert not [p.name for p in (folder / "data" / "partitions").iterdir() if p.name.startswith(".")]
+    assert {p.name for p in (folder / "data" / "partitions" / "p").iterdir()} == {"clients.npz"}
+    assert {p.name for p in (folder / "reports" / "partitions" / "p").iterdir()} == {
+        "label_counts.json", "meta.json", "label_mix.png"}
+    for records in ("data", "reports"):
+        assert not [p.name for p in (folder / records / "partitions").iterdir() if p.name.startswith(".")]
 
 
 @pytest.mark.parametrize("case", ["overlapping_cluster_classes", "alpha_zero", "typo_key", "unknown_scheme"])
@@ -265,7 +270,8 @@ def test_download_from_a_good_mirror_works(download_project):
     result = run(folder, "pipeline.datasets", "mnist", mirror=mirror)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    assert sorted(p.name for p in (folder / "data" / "prepared").iterdir()) == ["mnist.json", "mnist.npz"]
+    assert sorted(p.name for p in (folder / "data" / "prepared").iterdir()) == ["mnist.npz"]
+    assert sorted(p.name for p in (folder / "reports" / "datasets").iterdir()) == ["mnist.json"]
 
 
 def test_download_refuses_a_missing_mirror_file(download_project):
@@ -397,6 +403,10 @@ def test_a_run_without_a_paper_is_valid(project):
 
 def test_train_without_a_resolved_run_says_which_stage_to_run(project):
     folder = project(DIRICHLET)
+    params = base_params(DIRICHLET)
+    params["runs"] = {"r": GOOD_RUN}  # a run of the grid (a name that is none: tests/test_train_cli.py)
+    write_params(folder, params)
+    assert run(folder, "pipeline.profile").returncode == 0
     result = run(folder, "pipeline.train", "r", "--seed", "0")
     assert_one_error_line(result, "resolved/r.json", "dvc repro resolve")
     assert_not_written(folder / "reports" / "runs" / "r")

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # the benchmark's runs, as subprocesses
+
 REPO = Path(__file__).resolve().parents[1]
 HAS_FLOWER = all(importlib.util.find_spec(name) is not None for name in ("flwr", "ray"))
 FLOWER_MISSING = "skipped: flwr not installed (pip install -e .[bench])"

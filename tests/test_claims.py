@@ -189,14 +189,27 @@ def test_an_ordering_chains_the_pairwise_claims():
     assert combine([]) == INCONCLUSIVE
 
 
-def test_the_rule_names_every_test_a_comparison_can_carry():
-    # The ledger's test column prints Comparison.test; the rule printed above the ledger must explain each.
+def test_every_test_the_rule_applies_is_the_one_the_ledger_states():
+    """The ledger prints RULE once and each comparison's test beside it: a comparison of every kind the
+    rule distinguishes (same seeds; seeds that differ; each of those with sd zero) carries the test RULE
+    names for that case, and the exact tests' p is the formula RULE prints."""
     from pipeline.report import seeds
+    from pipeline.report.seeds import PerSeed
 
-    names = {seeds.PAIRED: "paired", seeds.WELCH: "Welch", seeds.EXACT_PAIRED: "2/2^n",
-             seeds.EXACT_UNPAIRED: "2/C(n1 + n2, n1)"}
-    assert set(names) == {value for name, value in vars(seeds).items()
-                          if name in ("PAIRED", "WELCH", "EXACT_PAIRED", "EXACT_UNPAIRED")}
-    for words in names.values():
-        assert words in RULE, words
+    spread, shifted = [90.0, 91.5, 92.0, 93.5, 94.0, 95.5], [80.0, 80.5, 82.0, 82.5, 84.0, 84.5]
+    cases = {  # the words of RULE that state the case -> a comparison in that case
+        "**paired** on the per-seed differences": compare(PerSeed(spread, range(6)), PerSeed(shifted, range(6))),
+        "**Welch**'s over the per-seed values": compare(PerSeed(spread, range(6)), PerSeed(shifted, range(6, 12))),
+        "p = 2/2^n paired": compare(PerSeed([2.0] * 6, range(6)), PerSeed([1.0] * 6, range(6))),
+        "2/C(n1 + n2, n1) unpaired": compare([2.0] * 4, [1.0] * 4),
+    }
+    tests = {case: comparison.test for case, comparison in cases.items()}
+    assert tests == {"**paired** on the per-seed differences": seeds.PAIRED,
+                     "**Welch**'s over the per-seed values": seeds.WELCH,
+                     "p = 2/2^n paired": seeds.EXACT_PAIRED, "2/C(n1 + n2, n1) unpaired": seeds.EXACT_UNPAIRED}
+    for case, comparison in cases.items():
+        assert case in RULE, case
+        assert comparison.status == HELD and comparison.p < ALPHA, (case, comparison)
+    assert cases["p = 2/2^n paired"].p == pytest.approx(2 / 2 ** 6)
+    assert cases["2/C(n1 + n2, n1) unpaired"].p == pytest.approx(2 / math.comb(8, 4))
     assert f"p < {ALPHA:g}" in RULE and f"last {K_LAST} evaluated rounds" in RULE

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import tiny_pipeline_repo
 from pipeline.distributed import Ranks, positions_of_rank
 
 pytestmark = pytest.mark.e2e
@@ -62,9 +61,15 @@ def outputs(root: Path, key: str) -> dict:
     return {"files": files, "model": {k: v.numpy().tobytes() for k, v in model.items()}}
 
 
+# On the CPU (gloo) whatever the host has: these tests compare CPU bytes, and on a host with one GPU
+# NCCL could not start two processes (the GPU tier, tests/test_gpu.py, splits a cohort over GPUs).
+ON_THE_CPU = {"FEDFORGET_DEVICE": "cpu"}
+
+
 def train(repo, key: str, env: dict | None = None, check: bool = True, timeout: float = 300):
     result = subprocess.run([sys.executable, "-m", "pipeline.train", key, "--seed", "0"], cwd=repo.root,
-                            env={**repo.env, **(env or {})}, capture_output=True, text=True, timeout=timeout)
+                            env={**repo.env, **ON_THE_CPU, **(env or {})}, capture_output=True, text=True,
+                            timeout=timeout)
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -77,10 +82,8 @@ def fresh(repo, key: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    repo = tiny_pipeline_repo(tmp_path_factory.mktemp("distributed"), PARAMS, train_size=300, test_size=60)
-    repo.run("dvc", "repro", "partition@shards", "resolve", timeout=300)
-    return repo
+def repo(pipeline_repo):
+    return pipeline_repo(PARAMS, build=("partition@shards", "resolve"))
 
 
 def test_ranks_hold_contiguous_balanced_blocks_that_cover_the_cohort():
@@ -137,7 +140,7 @@ def test_a_killed_rank_is_named_leaves_no_outputs_and_the_rerun_resumes_to_the_s
     fresh(repo, key)
     tag = f"kill-{os.getpid()}"
     launcher = subprocess.Popen([sys.executable, "-m", "pipeline.train", key, "--seed", "0"], cwd=repo.root,
-                                env={**repo.env, **TWO, "DISTRIBUTED_TEST_TAG": tag},
+                                env={**repo.env, **ON_THE_CPU, **TWO, "DISTRIBUTED_TEST_TAG": tag},
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not list((repo.root / ".checkpoints").glob(f"{key}-*.pt")) and time.time() < deadline:
@@ -162,8 +165,8 @@ def test_plain_torchrun_with_more_processes_than_the_cohort_says_so_once(repo):
     key = "fedcurv_fedavg_events"
     fresh(repo, key)
     result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4", "-m",
-                             "pipeline.train", key, "--seed", "0"], cwd=repo.root, env=repo.env, capture_output=True,
-                            text=True, timeout=120)
+                             "pipeline.train", key, "--seed", "0"], cwd=repo.root, env={**repo.env, **ON_THE_CPU},
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     ours = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
     assert ours == ["error: torchrun: 4 processes exceed run fedcurv_fedavg_events's cohort of 3 clients a round; "

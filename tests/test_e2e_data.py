@@ -3,12 +3,10 @@ generated MNIST mirror: outputs appear, a second repro does nothing, and a chang
 reruns that partition's stage only (also through `dvc exp run -S`)."""
 from __future__ import annotations
 
-import sys
-
 import pytest
 import yaml
 
-from helpers import REPO, STAGE_LINE, Repo, copy_project, write_mirror
+from helpers import REPO, STAGE_LINE, Repo
 
 pytestmark = pytest.mark.e2e
 
@@ -30,17 +28,10 @@ def data_stages_only(dvc_yaml: dict) -> dict:
 
 
 @pytest.fixture
-def repo(tmp_path) -> Repo:
-    root = tmp_path / "repo"
-    copy_project(root, data_stages_only(yaml.safe_load((REPO / "dvc.yaml").read_text())))
-    write_mirror(tmp_path / "mirror")
-    (tmp_path / "home").mkdir()
-    repo = Repo(root, tmp_path / "mirror", tmp_path / "home")
-    repo.write_params({"profile": "default", "datasets": {"mnist": {"train_size": 600, "test_size": 100}},
-                       "partitions": PARTITIONS, "runs": {}})
-    repo.run(sys.executable, "-m", "pipeline.profile")
-    repo.init_git_dvc()
-    return repo
+def repo(pipeline_repo) -> Repo:
+    return pipeline_repo({"profile": "default", "datasets": {"mnist": {"train_size": 600, "test_size": 100}},
+                          "partitions": PARTITIONS, "runs": {}},
+                         dvc_yaml=data_stages_only(yaml.safe_load((REPO / "dvc.yaml").read_text())))
 
 
 def test_dvc_repro_builds_partitions_and_reruns_only_what_changed(repo):

@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from helpers import STAGE_LINE, tiny_pipeline_repo, train_stage
+from helpers import STAGE_LINE, train_stage
 
 pytestmark = pytest.mark.e2e
 
@@ -53,9 +53,9 @@ def run_outputs(root, key: str) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(pipeline_repo):
     """The repository after its first `dvc repro`, the stages that ran, and a copy of one run's outputs."""
-    repo = tiny_pipeline_repo(tmp_path_factory.mktemp("pipeline"), PARAMS, train_size=400, test_size=100)
+    repo = pipeline_repo(PARAMS)
     root = repo.root
     first = repo.stages_run("dvc", "repro", timeout=400)
     snapshot = run_outputs(root, DETERMINISM_KEY)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import STAGE_LINE, tiny_pipeline_repo, train_stage
+from helpers import STAGE_LINE, train_stage
 
 pytestmark = pytest.mark.e2e
 
@@ -57,8 +57,8 @@ def wait_for_queue(repo, timeout: float = 600) -> str:
     raise AssertionError(f"the queue did not finish in {timeout} s:\n{repo.run('dvc', 'queue', 'status')}")
 
 
-def test_a_queued_sweep_runs_in_two_workers_and_equals_sequential_runs(tmp_path):
-    repo = tiny_pipeline_repo(tmp_path, PARAMS, train_size=300, test_size=60)
+def test_a_queued_sweep_runs_in_two_workers_and_equals_sequential_runs(pipeline_repo):
+    repo = pipeline_repo(PARAMS)
     repo.run("dvc", "repro", timeout=300)
     repo.commit("baseline results")
     for setting in SWEEP:

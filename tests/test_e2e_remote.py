@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from helpers import Repo, tiny_pipeline_repo, train_stage
+from helpers import Repo, train_stage
 
 pytestmark = pytest.mark.e2e
 
@@ -34,8 +34,8 @@ def digests(root, folders=("data", "reports", "resolved")) -> dict[str, str]:
     return found
 
 
-def test_a_fresh_clone_pulls_the_results_and_retrains_nothing(tmp_path):
-    first = tiny_pipeline_repo(tmp_path / "first", PARAMS, train_size=300, test_size=60)
+def test_a_fresh_clone_pulls_the_results_and_retrains_nothing(tmp_path, pipeline_repo):
+    first = pipeline_repo(PARAMS)
     trained = first.stages_run("dvc", "repro", timeout=300)
     assert train_stage("fedcurv_e10_fedavg-seed1", "fedcurv") in trained
     remote = tmp_path / "remote"

@@ -411,8 +411,6 @@ def test_local_forgetting_and_forgettable_counts_match_per_sample_loops():
             assert float(record["post"][k, i]) == pytest.approx(post)
             assert float(record["difference"][k, i]) == pytest.approx(post - prior)
     # Forgettable: right under the local model, wrong under the new global one, sample by sample.
-    import copy
-
     for c, local in enumerate(view.locals):
         by_loop = 0
         for i in data.clients[local.client]:
@@ -444,12 +442,12 @@ def test_probe_positions_follow_a_fixed_sample_of_clients():
 def presentations_by_loop(model, state, data, client, rounds, run):
     """One client trained by plain torch on the engine's batch order from the global model (with one
     client, FedAvg's next global model is that client's), each batch's correctness read from the forward
-    pass before its step; the events counted with forgetting.forgetting_events on the dense [T, N]
+    pass before its step; the events counted with the oracle (tests/oracles.py) on the dense [T, N]
     record, per example in the client's own order. Returns (total, per-example counts)."""
     import copy
 
     from pipeline.clientdata import client_schedule, generator_for
-    from pipeline.forgetting import forgetting_events
+    from oracles import forgetting_events
 
     net = copy.deepcopy(model)
     net.load_state_dict(state["params"], strict=False)

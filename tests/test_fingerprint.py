@@ -61,7 +61,7 @@ def test_engine_code_is_exactly_what_training_imports_that_decides_numbers():
 
 def test_dvc_yaml_fingerprint_stage_lists_the_engine_and_train_stages_depend_on_it():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    assert stages["fingerprint"]["deps"] == ["pipeline/fingerprint.py", *fingerprint.ENGINE_CODE]
+    assert stages["fingerprint"]["deps"] == ["pipeline"]  # the list of engine modules is ENGINE_CODE alone
     assert stages["fingerprint"]["outs"] == [{str(fingerprint.OUTPUT): {"cache": False}}]
     train_deps = yaml.safe_load(stagefiles.stage_text("fedcurv"))["stages"]["train"]["do"]["deps"]
     assert str(fingerprint.OUTPUT) in train_deps

@@ -9,12 +9,13 @@ import math
 import pytest
 import torch
 
-from pipeline.forgetting import (accuracy_spread, forgettable_counts, forgetting_events, local_client_forgetting,
-                                 new_presentation_record, plot_forgettable_curves, plot_forgetting_heatmaps,
-                                 presentation_summary, read_probe, record_presentations, tick_positions,
-                                 total_forgetting_events, write_probe)
+from pipeline.forgetting import (accuracy_spread, forgettable_counts, local_client_forgetting, new_presentation_record,
+                                 plot_forgettable_curves, plot_forgetting_heatmaps, presentation_summary, read_probe,
+                                 record_presentations, tick_positions, write_probe)
 
 from helpers import PNG_SIGNATURE
+from oracles import forgetting_events
+
 T, F_ = True, False
 
 
@@ -102,7 +103,8 @@ def test_forgettable_counts_rejects_mismatched_or_non_bool():
 # --- example-forgetting events -----------------------------------------------------------------------
 
 
-def test_forgetting_events_by_hand():
+def test_the_dense_oracle_counts_the_by_hand_events():
+    # tests/oracles.py's count over every presentation, which other tests compare the engine's with.
     # One column per example, one row per presentation.
     columns = [[1, 0, 1, 0],   # forgotten twice
                [0, 0, 1, 1],   # learned, never forgotten
@@ -114,10 +116,9 @@ def test_forgetting_events_by_hand():
     events = forgetting_events(correct)
     assert events.dtype == torch.long
     assert events.tolist() == [2, 0, 1, 1, 0, 0]
-    assert total_forgetting_events(correct) == 4
 
 
-def test_forgetting_events_short_sequences():
+def test_the_dense_oracle_on_short_sequences():
     assert forgetting_events(torch.tensor([[1], [1], [0]], dtype=torch.bool)).tolist() == [1]
     assert forgetting_events(torch.tensor([[0], [1], [1]], dtype=torch.bool)).tolist() == [0]
     # A single presentation cannot hold an event.
@@ -149,11 +150,6 @@ def test_presentation_summary_counts_unpresented_examples_as_never_learned():
     record_presentations(record, torch.tensor([[0, -1]]), torch.tensor([[True, False]]))
     assert presentation_summary({4: record}) == {"forgetting_events": 0, "forgotten_examples": 0,
                                                  "unforgettable_examples": 1, "never_learned_examples": 2}
-
-
-def test_forgetting_events_rejects_non_bool():
-    with pytest.raises(ValueError):
-        forgetting_events(torch.tensor([[1, 0], [0, 1]]))
 
 
 # --- accuracy summary --------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pipeline.algorithms import check_algorithm, fedavg, fedprox, importance
 from pipeline.path_score import PathScore
 from pipeline.cohort import add_penalty_gradient
 from pipeline.optimizers import SGD
-from pipeline.rounds import aggregate_round, initial_state, run_round, server_state
+from pipeline.rounds import run_round, server_state
 
 from synthetic import CLASSES, SHAPE, make_data, run_settings
 

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline import partition as P
 from pipeline.errors import UserError
+from pipeline.inputs import PARTITION_RECORDS, PARTITIONS_DIR, load_partition, unpack
 from pipeline.partition import PartitionError
 
 # MNIST's class counts, divided by 10: uneven, as the real data is.
@@ -149,7 +150,10 @@ def test_dirichlet_large_alpha_gives_every_client_the_global_mix():
 
 def test_dirichlet_tiny_alpha_makes_most_clients_one_class():
     labels = labels_with_counts([200] * 10)
-    top_share = lambda parts: np.array([class_counts(labels, p, 10).max() / len(p) for p in parts])
+
+    def top_share(parts):
+        return np.array([class_counts(labels, p, 10).max() / len(p) for p in parts])
+
     skewed = top_share(P.partition_dirichlet(labels, 100, 1e-3, equal_size=True, rng=rng()))
     assert (skewed >= 0.9).mean() > 0.5
     mixed = top_share(P.partition_dirichlet(labels, 100, 1e4, equal_size=True, rng=rng()))
@@ -292,34 +296,43 @@ def test_same_seed_gives_identical_arrays_and_another_seed_differs(name):
 PARTITION_FILES = ("clients.npz", "label_counts.json", "meta.json", "label_mix.png")
 
 
-def write_example(out_dir, labels, name="tiny", seed=3, prepared_sha="ab" * 32):
+def written(root, name: str, file: str):
+    """Where the partition stage puts one of its files: the arrays under data/ (DVC's cache), the record
+    (meta, label counts, figure) under reports/ (git)."""
+    return root / (PARTITIONS_DIR if file == "clients.npz" else PARTITION_RECORDS) / name / file
+
+
+def write_example(root, labels, name="tiny", seed=3, prepared_sha="ab" * 32):
     settings = {"dataset": "mnist", "scheme": "dirichlet", "clients": 12, "alpha": 0.3, "equal_size": True,
                 "val_fraction": 0.1, "seed": seed}
     result = P.make_partition(settings, labels)
-    P.write_partition(name, settings, result, labels, 10, prepared_sha, out_dir)
+    P.write_partition(name, settings, result, labels, 10, prepared_sha, root / PARTITIONS_DIR / name,
+                      root / PARTITION_RECORDS / name)
     return result
 
 
 def test_write_partition_twice_gives_byte_identical_files(tmp_path):
     labels = labels_with_counts(MNIST_COUNTS_10TH)
-    write_example(tmp_path / "a" / "tiny", labels)
-    write_example(tmp_path / "b" / "tiny", labels)
+    write_example(tmp_path / "a", labels)
+    write_example(tmp_path / "b", labels)
     for name in PARTITION_FILES:
-        first, second = (tmp_path / d / "tiny" / name for d in ("a", "b"))
+        first, second = (written(tmp_path / d, "tiny", name) for d in ("a", "b"))
         assert first.read_bytes() == second.read_bytes(), name
-    # No temporary folder is left beside the output.
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["tiny"]
+    # No temporary folder is left beside the outputs.
+    for folder in (PARTITIONS_DIR, PARTITION_RECORDS):
+        assert sorted(p.name for p in (tmp_path / "a" / folder).iterdir()) == ["tiny"]
     # The comparison can fail: another seed changes the files.
-    write_example(tmp_path / "c" / "tiny", labels, seed=4)
-    assert (tmp_path / "c" / "tiny" / "clients.npz").read_bytes() != (tmp_path / "a" / "tiny" / "clients.npz").read_bytes()
+    write_example(tmp_path / "c", labels, seed=4)
+    assert written(tmp_path / "c", "tiny", "clients.npz").read_bytes() != \
+        written(tmp_path / "a", "tiny", "clients.npz").read_bytes()
 
 
 def test_written_label_counts_and_meta_describe_the_clients(tmp_path):
     labels = labels_with_counts(MNIST_COUNTS_10TH)
-    result = write_example(tmp_path / "tiny", labels)
-    counts = json.loads((tmp_path / "tiny" / "label_counts.json").read_text())
+    result = write_example(tmp_path, labels)
+    counts = json.loads(written(tmp_path, "tiny", "label_counts.json").read_text())
     assert counts["train"] == [np.bincount(labels[p], minlength=10).tolist() for p in result["train"]]
-    meta = json.loads((tmp_path / "tiny" / "meta.json").read_text())
+    meta = json.loads(written(tmp_path, "tiny", "meta.json").read_text())
     assert meta["clients"] == 12
     assert meta["train_sizes"] == [len(p) for p in result["train"]]
     assert meta["val_sizes"] == [len(p) for p in result["val"]]
@@ -333,18 +346,18 @@ def test_pack_unpack_round_trip():
     flat, offsets = P.pack(parts)
     assert flat.dtype == np.int64 and offsets.dtype == np.int64
     np.testing.assert_array_equal(offsets, [0, 3, 3, 4, 6])
-    back = P.unpack(flat, offsets)
+    back = unpack(flat, offsets)
     assert len(back) == len(parts)
     for a, b in zip(parts, back):
         np.testing.assert_array_equal(a, b)
-    assert P.unpack(*P.pack([])) == []
+    assert unpack(*P.pack([])) == []
 
 
 def test_load_partition_round_trip(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     labels = labels_with_counts(MNIST_COUNTS_10TH)
-    result = write_example(P.PARTITIONS_DIR / "tiny", labels, prepared_sha="cd" * 32)
-    loaded = P.load_partition("tiny", dataset_sha256="cd" * 32)
+    result = write_example(tmp_path, labels, prepared_sha="cd" * 32)
+    loaded = load_partition("tiny", dataset_sha256="cd" * 32)
     for key in ("train", "val"):
         assert len(loaded[key]) == len(result[key])
         assert all(np.array_equal(a, b) for a, b in zip(loaded[key], result[key]))
@@ -353,25 +366,25 @@ def test_load_partition_round_trip(tmp_path, monkeypatch):
 
 def test_load_partition_refuses_a_corrupted_clients_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_example(P.PARTITIONS_DIR / "tiny", labels_with_counts(MNIST_COUNTS_10TH))
-    path = P.PARTITIONS_DIR / "tiny" / "clients.npz"
+    write_example(tmp_path, labels_with_counts(MNIST_COUNTS_10TH))
+    path = PARTITIONS_DIR / "tiny" / "clients.npz"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(UserError, match="checksum") as error:
-        P.load_partition("tiny")
+        load_partition("tiny")
     assert str(path) in str(error.value)
 
 
 def test_load_partition_refuses_a_partition_of_another_dataset_version(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_example(P.PARTITIONS_DIR / "tiny", labels_with_counts(MNIST_COUNTS_10TH), prepared_sha="ab" * 32)
+    write_example(tmp_path, labels_with_counts(MNIST_COUNTS_10TH), prepared_sha="ab" * 32)
     with pytest.raises(UserError, match="another version") as error:
-        P.load_partition("tiny", dataset_sha256="ef" * 32)
-    assert str(P.PARTITIONS_DIR / "tiny") in str(error.value)
+        load_partition("tiny", dataset_sha256="ef" * 32)
+    assert str(PARTITIONS_DIR / "tiny") in str(error.value)
 
 
 def test_load_partition_of_an_unbuilt_partition_names_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UserError, match=r"partition@absent"):
-        P.load_partition("absent")
+        load_partition("absent")

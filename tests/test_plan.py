@@ -112,5 +112,5 @@ def test_plan_verbose_names_each_runs_partition_settings():
     result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "paper", "--verbose"],
                             cwd=REPO, capture_output=True, text=True, check=True)
     block = result.stdout.split("fedwavg_t5_cifar10_c27_fedprox ", 1)[1].split("\nfedwavg_", 1)[0]
-    line = next(l for l in block.splitlines() if l.startswith("    partition cifar10_clusters_2_7:"))
+    line = next(text for text in block.splitlines() if text.startswith("    partition cifar10_clusters_2_7:"))
     assert "'cluster_sizes': [2, 7]" in line and "'samples_per_client': 1200" in line

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import require_paper
+
 PAPER = Path(__file__).resolve().parents[1].parent / "shared" / "papers" / "004_1de88e81737c713f.txt"
 PUBLISHED = yaml.safe_load((Path(__file__).resolve().parents[1] / "pipeline" / "report" / "published.yaml")
                            .read_text())["fedwavg"]
 
 
 def lines() -> list[str]:
-    if not PAPER.is_file():
-        pytest.skip(f"paper text not found: {PAPER}")
-    return PAPER.read_text().splitlines()
+    return require_paper(PAPER).splitlines()
 
 
 def table_near(caption: str, above: bool) -> list[list[str]]:

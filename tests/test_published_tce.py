@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 import yaml
+
+from helpers import require_paper
 
 PAPER = Path(__file__).resolve().parents[1].parent / "shared" / "papers" / "002_717454cd1d7d3160.txt"
 PUBLISHED = yaml.safe_load((Path(__file__).resolve().parents[1] / "pipeline" / "report" / "published.yaml")
@@ -19,9 +20,7 @@ DATASETS = ("cifar10", "cifar100", "femnist")
 
 
 def paper_lines() -> list[str]:
-    if not PAPER.is_file():
-        pytest.skip(f"paper text not found: {PAPER}")
-    return PAPER.read_text().splitlines()
+    return require_paper(PAPER).splitlines()
 
 
 def table1_rows() -> list[list[str]]:

@@ -16,11 +16,12 @@ from pipeline.report import fedcurv
 from pipeline.report.common import NO_DIFF, load_results
 from pipeline.stagefiles import STAGE_GROUPS
 
+from helpers import PNG_SIGNATURE, require_paper
+
 PAPERS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
 FEDCURV_PAPER = PAPERS_DIR / "000_b91613fb63fd152f.txt"
 PUBLISHED = yaml.safe_load((Path(fedcurv.__file__).with_name("published.yaml")).read_text())
 TARGET_COLUMNS = [("E50", "0.95"), ("E50", "0.9"), ("E50", "0.85"), ("E10", "0.95"), ("E10", "0.9"), ("E10", "0.85")]
-from helpers import PNG_SIGNATURE
 TABLE1_KEYS = {(algorithm, epochs): f"fedcurv_e{epochs}_{algorithm}"
                for algorithm in ("fedcurv", "fedprox", "fedavg") for epochs in (50, 10)}
 
@@ -29,9 +30,7 @@ TABLE1_KEYS = {(algorithm, epochs): f"fedcurv_e{epochs}_{algorithm}"
 
 def paper_table1_rows() -> list[tuple[str, list[str]]]:
     """(label, six cells) of each row of the paper's Table 1 (tab-separated in the text)."""
-    if not FEDCURV_PAPER.is_file():
-        pytest.skip(f"paper text not found: {FEDCURV_PAPER}")
-    lines = FEDCURV_PAPER.read_text().splitlines()
+    lines = require_paper(FEDCURV_PAPER).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Table 1"))
     rows = []
     for line in lines[start + 1:]:

@@ -14,6 +14,7 @@ import yaml
 from pipeline.report import importance
 from pipeline.report.common import NO_DIFF, load_results
 
+from helpers import require_paper
 from test_report import PNG_SIGNATURE, write_run
 
 PAPER_TEXT = Path(__file__).resolve().parents[1].parent / "shared" / "papers" / "001_e1a0123f838a5f6e.txt"
@@ -26,9 +27,7 @@ PARAMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").re
 
 def paper_rows(table: str) -> dict[str, list[str]]:
     """label -> cells of the tab-separated rows following the caption `table` in the paper text."""
-    if not PAPER_TEXT.is_file():
-        pytest.skip(f"paper text not found: {PAPER_TEXT}")
-    lines = PAPER_TEXT.read_text().splitlines()
+    lines = require_paper(PAPER_TEXT).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(table + ":"))
     rows = {}
     for line in lines[start + 1:]:
@@ -530,9 +529,7 @@ def test_table3_puts_the_weighted_average_beside_fedavg_seed_by_seed(workdir):
 
 
 def test_the_weighted_average_notes_quote_the_paper_verbatim():
-    if not PAPER_TEXT.is_file():
-        pytest.skip(f"paper text not found: {PAPER_TEXT}")
-    text = PAPER_TEXT.read_text()
+    text = require_paper(PAPER_TEXT)
     for quote in (importance.QUOTE_UPLOAD, importance.QUOTE_GAMMA, importance.QUOTE_NORMALISED, importance.QUOTE_ROW):
         assert quote in text, quote
         assert quote in importance.weighted_average_reading()

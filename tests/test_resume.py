@@ -12,8 +12,6 @@ import time
 
 import pytest
 
-from helpers import tiny_pipeline_repo
-
 pytestmark = pytest.mark.e2e
 
 KEY = "long_run"
@@ -38,10 +36,8 @@ def outputs(root) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    repo = tiny_pipeline_repo(tmp_path_factory.mktemp("resume"), PARAMS, train_size=600, test_size=100)
-    repo.run("dvc", "repro", "partition@shards", "resolve", timeout=300)
-    return repo
+def repo(pipeline_repo):
+    return pipeline_repo(PARAMS, build=("partition@shards", "resolve"))
 
 
 def train(repo) -> str:

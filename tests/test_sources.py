@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 import pickle
 import struct
 import urllib.error
@@ -248,60 +247,27 @@ def test_load_svhn_mats_reports_missing_file(tmp_path):
 # -------------------------------------------------------------------------------------------- FEMNIST
 
 
-def leaf_user(pixel_values, labels):
-    return {"x": [[value] * 784 for value in pixel_values], "y": labels}
-
-
-def write_leaf_json(path, user_data):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({
-        "users": list(user_data),
-        "num_samples": [len(record["y"]) for record in user_data.values()],
-        "user_data": user_data,
-    }))
-
-
-def test_load_femnist_leaf_inverts_pixels_and_maps_writers(tmp_path):
-    data = tmp_path / "leaf" / "data" / "femnist" / "data"
-    write_leaf_json(data / "train" / "all_data_0_train.json",
-                    {"f0002_10": leaf_user([1.0, 0.0], [0, 61]), "f0001_33": leaf_user([0.5], [35])})
-    write_leaf_json(data / "train" / "all_data_1_train.json", {"f0000_07": leaf_user([0.25], [9])})
-    write_leaf_json(data / "test" / "all_data_0_test.json",
-                    {"f0001_33": leaf_user([0.0], [1]), "f0002_10": leaf_user([1.0], [60])})
-    # LEAF's unsplit copy must not be read as extra samples.
-    write_leaf_json(data / "all_data" / "all_data_0.json", {"f9999_99": leaf_user([0.0], [3])})
-
-    result = sources.load_femnist_leaf(tmp_path)
-    assert result["x_train"].shape == (4, 28, 28, 1) and result["x_train"].dtype == np.uint8
+def test_femnist_split_inverts_pixels_keeps_their_layout_and_maps_writers():
+    """The converter both FEMNIST sources share: per-user pixel lists in [0, 1] (1 = paper) -> uint8
+    images, ink bright; writer ids from writer_ids, by sorted user name, the same in both splits."""
+    ids = sources.writer_ids(["f0002_10", "f0001_33"], ["f0000_07", "f0001_33"])
+    assert ids == {"f0000_07": 0, "f0001_33": 1, "f0002_10": 2}
+    pixels = [[1.0] * 784, [0.0] * 784]
+    pixels[1][3 * 28 + 20] = 1.0  # row 3, column 20 is background in an otherwise inked image
+    x, y, writers = sources.femnist_split(["f0002_10", "f0001_33"], [pixels, [[0.5] * 784, [0.25] * 784]],
+                                          [[0, 61], [35, 9]], ids, "test")
+    assert x.shape == (4, 28, 28, 1) and x.dtype == np.uint8
     # 1.0 (white paper) -> 0 (dark background); 0.0 (ink) -> 255; 0.5 -> round(127.5) = 128; 0.25 -> 191.
-    np.testing.assert_array_equal(result["x_train"][:, 0, 0, 0], [0, 255, 128, 191])
-    np.testing.assert_array_equal(result["x_test"][:, 27, 27, 0], [255, 0])
-    np.testing.assert_array_equal(result["y_train"], [0, 61, 35, 9])
-    np.testing.assert_array_equal(result["y_test"], [1, 60])
-    # Writer ids by sorted user name, the same in both splits: f0000_07 -> 0, f0001_33 -> 1, f0002_10 -> 2.
-    np.testing.assert_array_equal(result["writer_train"], [2, 2, 1, 0])
-    np.testing.assert_array_equal(result["writer_test"], [1, 2])
-    for key in ("y_train", "y_test", "writer_train", "writer_test"):
-        assert result[key].dtype == np.int64
+    np.testing.assert_array_equal(x[:, 0, 0, 0], [0, 255, 128, 191])
+    assert x[1, 3, 20, 0] == 0 and (x[1] == 255).sum() == 783
+    np.testing.assert_array_equal(y, [0, 61, 35, 9])
+    np.testing.assert_array_equal(writers, [2, 2, 1, 1])
+    assert y.dtype == writers.dtype == np.int64
 
 
-def test_load_femnist_leaf_keeps_pixel_layout(tmp_path):
-    pixels = [0.0] * 784
-    pixels[3 * 28 + 20] = 1.0  # row 3, column 20 is background in an otherwise inked image
-    user = {"x": [pixels], "y": [4]}
-    write_leaf_json(tmp_path / "train" / "a.json", {"u": user})
-    write_leaf_json(tmp_path / "test" / "a.json", {"u": user})
-    image = sources.load_femnist_leaf(tmp_path)["x_train"][0, ..., 0]
-    assert image[3, 20] == 0 and (image == 255).sum() == 783
-
-
-def test_load_femnist_leaf_rejects_bad_labels_and_missing_split(tmp_path):
-    write_leaf_json(tmp_path / "train" / "a.json", {"u": leaf_user([0.0], [62])})
-    with pytest.raises(SourceError, match="test/"):
-        sources.load_femnist_leaf(tmp_path)
-    write_leaf_json(tmp_path / "test" / "a.json", {"u": leaf_user([0.0], [1])})
+def test_femnist_split_rejects_labels_outside_the_62_classes():
     with pytest.raises(SourceError, match=r"0\.\.61"):
-        sources.load_femnist_leaf(tmp_path)
+        sources.femnist_split(["u"], [[[0.0] * 784]], [[62]], {"u": 0}, "test")
 
 
 def test_load_femnist_tff_h5(tmp_path):

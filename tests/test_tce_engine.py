@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import synthetic
+from oracles import has_batch_norm
 from pipeline import models
 from pipeline.algorithms import fedavg
 from pipeline.clientdata import crop_flip, crop_flip_draws, generator_for
@@ -100,7 +101,7 @@ def test_batch_norm_choice_gives_running_statistics_group_norm_none():
     group = one_round("cnn_small", "group", vectorized=False)
     assert {name.split(".")[-1] for name in batch["buffers"]} == {"running_mean", "running_var", "num_batches_tracked"}
     assert group["buffers"] == {}
-    assert not models.has_batch_norm(models.build_model("cnn_small", IMAGE, CLASSES, 0, "none"))
+    assert not has_batch_norm(models.build_model("cnn_small", IMAGE, CLASSES, 0, "none"))
 
 
 def test_resnet18_is_the_cifar_variant():
@@ -110,7 +111,7 @@ def test_resnet18_is_the_cifar_variant():
         net = models.build_model("resnet18", (32, 32, 3), 10, 0, norm)
         assert sum(p.numel() for p in net.parameters()) == 11_173_962
     net = models.build_model("resnet18", (32, 32, 3), 10, 0)
-    assert not models.has_batch_norm(net)  # GroupNorm is the default
+    assert not has_batch_norm(net)  # GroupNorm is the default
     assert sum(isinstance(m, torch.nn.GroupNorm) and m.num_groups == 2 for m in net.modules()) == 20
     assert net(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
 

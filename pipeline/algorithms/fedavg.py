@@ -27,7 +27,3 @@ def sent_down(hp):
 def sent_up(hp):
     """Upload entries that travel to the server."""
     return ("params",)
-
-
-def upload_from(params, fisher, hp, shared=None):
-    return {"params": params}

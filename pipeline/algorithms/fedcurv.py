@@ -56,8 +56,11 @@ def init_state(global_params, num_clients, hp):
     # Each client's own last upload (F_k, F_k·θ_k, F_k·θ_k²) is kept in the engine's per-client store
     # (state["clients"], see `remember`): in deployment the client keeps it. "summed" lists the clients
     # whose uploads are in u and v; "carried_sums" (only while sums are carried from round to round, C < 1)
-    # holds them, and Σ F·θ², in float64 (`latest_sums`).
-    return {"params": global_params, "u": zero, "v": dict(zero), "w_total": torch.zeros(()), "summed": []}
+    # holds them, and Σ F·θ², in float64 (`latest_sums`). Σ F·θ² is on the model's device and in its
+    # dtype, as the sums that replace it are.
+    like = next(iter(global_params.values()))
+    return {"params": global_params, "u": zero, "v": dict(zero),
+            "w_total": torch.zeros((), dtype=like.dtype, device=like.device), "summed": []}
 
 
 def shared_context(state, hp):

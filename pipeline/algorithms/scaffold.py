@@ -38,10 +38,13 @@ A client that took no step (no data) keeps its variate (Δc_i = 0). Bytes: c goe
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from pipeline.algorithms.common import weighted_sum, zeros_like
 from pipeline.checks import check_positive
+from pipeline.optimizers import active_on_host
 
 NAME = "scaffold"
 HYPERPARAMS = {"global_lr": 1.0}
@@ -86,44 +89,54 @@ def penalty_affine(shared, ctx, hp):
 
 class GradientMean:
     """The mean of each client's data-loss gradients over the steps it took (c_i⁺ of option II). Works on
-    a stacked cohort (`active` masks clients without a step) and on one client (`active` a scalar)."""
+    a stacked cohort (`active` masks clients without a step) and on one client (`active` None: it steps;
+    or a scalar). The steps are counted on the host, from the schedule the engine knows there, so that
+    neither a step nor the upload waits for a count on a GPU."""
 
     def __init__(self):
         self.total: dict = {}
-        self.count: torch.Tensor | None = None
+        self.count: list[int] | None = None  # steps per client
 
-    def update(self, grads: dict, steps: dict, active: torch.Tensor) -> None:
-        self.count = active.long() if self.count is None else self.count + active.long()
+    def update(self, grads: dict, steps: dict, active: torch.Tensor | None,
+               active_host: Sequence[bool] | None = None) -> None:
+        stepped = active_on_host(active, active_host)
+        self.count = [n + on for n, on in zip(self.count or [0] * len(stepped), stepped)]
         for name, g in grads.items():
-            mask = active.reshape(active.shape + (1,) * (g.dim() - active.dim())).to(g.dtype)
             if name not in self.total:
                 self.total[name] = torch.zeros_like(g)
+            if active is None:  # one client, which stepped
+                self.total[name].add_(g)
+                continue
+            # on g's device: a CPU mask meeting a GPU gradient is an error there
+            mask = active.to(g.device).reshape(active.shape + (1,) * (g.dim() - active.dim())).to(g.dtype)
             self.total[name].addcmul_(g, mask)
 
     @classmethod
-    def from_sgd_displacement(cls, start: dict, end: dict, steps: torch.Tensor, lr: float, offset: dict):
+    def from_sgd_displacement(cls, start: dict, end: dict, steps: torch.Tensor, lr: float, offset: dict,
+                              counts: Sequence[int]):
         """The same sums without watching the steps, for a stacked cohort trained by plain SGD with the
         correction c − c_i (= −offset) added to every step's gradient: y_K = x − lr·Σ_k g_k + K·lr·offset,
         so Σ_k g_k = (x − y_K)/lr + K·offset, which is option II's (x − y_i)/(K·η) − c + c_i times K.
         Used by the engine's fused MLP step (pipeline.cohort.displacement_tracker_applies), where no
         gradient is ever materialised; it agrees with the watched sums to rounding
-        (tests/test_algorithms_fedwavg.py)."""
+        (tests/test_algorithms_fedwavg.py). `steps`: the step counts on the device, for the sums;
+        `counts`: the same on the host, for the upload."""
         tracker = cls()
-        tracker.count = steps.clone()
+        tracker.count = list(counts)
         for name, x in start.items():
             k = steps.reshape(steps.shape + (1,) * (x.dim() - 1)).to(x.dtype)
             tracker.total[name] = (x - end[name]) / lr + k * offset[name]
         return tracker
 
     def client_result(self, c: int) -> dict:
-        count = self.count[c] if self.count is not None else torch.zeros((), dtype=torch.long)
-        return {"gradient_sum": {n: v[c] for n, v in self.total.items()}, "steps": int(count)}
+        steps = self.count[c] if self.count else 0
+        return {"gradient_sum": {n: v[c] for n, v in self.total.items()}, "steps": steps}
 
     def set_client(self, c: int, client: "GradientMean", like: dict) -> None:
         """Put one client's sums (sequential path) at position c of this stacked tracker."""
         if self.count is None:
-            self.count = torch.zeros(next(iter(like.values())).shape[0], dtype=torch.long)
-        self.count[c] = 0 if client.count is None else int(client.count)
+            self.count = [0] * next(iter(like.values())).shape[0]
+        self.count[c] = sum(client.count) if client.count else 0
         for name, value in like.items():
             if name not in self.total:
                 self.total[name] = torch.zeros_like(value)

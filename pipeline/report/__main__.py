@@ -1,6 +1,9 @@
 """python -m pipeline.report: rebuild every paper's report from reports/runs/ and write the index."""
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -223,6 +226,13 @@ def headline(results: dict[str, SeededRun], claims: list) -> dict:
     return summary
 
 
+def replace_folder(new: Path, old: Path) -> None:
+    """`old` becomes `new` (a folder on the same file system), the previous one removed."""
+    if old.exists():
+        shutil.rmtree(old)
+    os.replace(new, old)
+
+
 @exit_on_user_error
 def main() -> None:
     params = load_checked_params()
@@ -231,10 +241,15 @@ def main() -> None:
     results = load_results(grid_runs(grid))
     published = yaml.safe_load(PUBLISHED.read_text())
     claims, built = [], []
-    for name, module, title in PAPERS:
-        folder = REPORTS_DIR / name
-        claims += module.build(results, published[name], folder, profile)
-        built.append((name, title, folder))
+    # Each paper's folder is built in a staging folder and swapped in only when every paper built: a
+    # report that fails (the stage's outs are `persist`, so DVC deletes nothing first) leaves the last
+    # good reports in place, and a figure no longer drawn does not linger.
+    with tempfile.TemporaryDirectory(prefix=".staging.", dir=REPORTS_DIR) as staging:
+        for name, module, title in PAPERS:
+            claims += module.build(results, published[name], Path(staging) / name, profile)
+            built.append((name, title, REPORTS_DIR / name))
+        for name, _, _ in PAPERS:
+            replace_folder(Path(staging) / name, REPORTS_DIR / name)
     write_text(REPORTS_DIR / "claims.md", claims_markdown(claims, profile))
     statuses = [c.status for c in claims]
     write_json(REPORTS_DIR / "claims.json", {

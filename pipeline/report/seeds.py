@@ -33,7 +33,7 @@ import math
 import statistics
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, cast
 
 ALPHA = 0.05
 POWER = 0.8
@@ -146,7 +146,7 @@ def window_mean(rounds: Sequence[int], values: Sequence, at: int, width: int) ->
     window = [by_round.get(r) for r in range(at - width + 1, at + 1)]
     if not window or not all(has_value(v) for v in window):
         return None
-    return statistics.fmean(float(v) for v in window)
+    return statistics.fmean(float(v) for v in window if v is not None)
 
 
 @dataclass
@@ -251,8 +251,9 @@ def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: fl
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
     seeds, why_unpaired = pairing(first, second)
-    if seeds is not None:  # both sides in the same seed order
-        first, second = [first.by_seed()[s] for s in seeds], [second.by_seed()[s] for s in seeds]
+    if seeds is not None:  # both sides in the same seed order (both carry their seeds: PerSeed)
+        by_first, by_second = cast(PerSeed, first).by_seed(), cast(PerSeed, second).by_seed()
+        first, second = [by_first[s] for s in seeds], [by_second[s] for s in seeds]
     first, second = list(first), list(second)
     n1, n2 = len(first), len(second)
     if n1 < 2 or n2 < 2:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.forgetting import draw_forgetting_row, read_probe
+from pipeline.inputs import PARTITION_RECORDS  # each partition's label_counts.json, in git
 from pipeline.io import atomic_path
 from pipeline.report.common import partition_settings as common_partition_settings
 from pipeline.report.common import (NC, NOT_RUN, Claim, SeededRun, accuracy_cell, comparisons_seeds, plot_curves,
@@ -24,7 +25,6 @@ from pipeline.report.seeds import (FAILED, HELD, INCONCLUSIVE, Comparison, PerSe
                                    mean_sd)
 
 PAPER = "tce"
-PARTITIONS_DIR = Path("data/partitions")
 METHODS = {("ce", "group"): "fedavg_gn", ("tce", "group"): "tce_gn", ("tce", "batch"): "tce_bn",
            ("ce", "batch"): "fedavg_bn"}
 LABELS = {"fedavg_gn": "FedAvg (GN)", "tce_gn": "FedAvg + TCE (GN)", "tce_bn": "FedAvg + TCE (BN)",
@@ -32,7 +32,7 @@ LABELS = {"fedavg_gn": "FedAvg (GN)", "tce_gn": "FedAvg + TCE (GN)", "tce_bn": "
 TABLE_METHODS = ("fedavg_gn", "tce_gn", "tce_bn")  # Table 1 has no FedAvg with BN
 DATASETS = ("cifar10", "cifar100", "femnist")
 BASE_ALPHA, BASE_C = 0.1, 0.1
-# Figure 4's partitions (the report stage depends on these three folders).
+# Figure 4's partitions (their records in reports/partitions, on which the report stage depends).
 FIGURE4_PARTITIONS = {0.1: "cifar10_dirichlet_alpha01", 0.5: "cifar10_dirichlet_alpha05", 100.0: "cifar10_dirichlet_alpha100"}
 # "NC" (the paper: "did not converge", no rule given): here, a seed that diverged (non-finite loss) or
 # whose last model is within 1.5x chance on the test set.
@@ -275,17 +275,29 @@ def margin_cell(first: SeededRun | None, second: SeededRun | None) -> str:
     return cell(margins(first, second)) if first is not None and second is not None else NOT_RUN
 
 
-def figure4(out_dir: Path) -> None:
-    """The class mix of ten random clients for α = 0.1, 0.5 and 100 (training samples)."""
+def figure4_mixes(built: set[str]) -> dict[float, list]:
+    """Each α's class mix from its partition's record in git (reports/partitions/<name>/label_counts.json),
+    for the Figure 4 partitions the profile builds. A built one whose record is missing is an error, not
+    a figure drawn with a panel less."""
+    mixes = {}
+    for alpha, name in FIGURE4_PARTITIONS.items():
+        if name not in built:
+            continue
+        path = PARTITION_RECORDS / name / "label_counts.json"
+        if not path.is_file():
+            raise UserError(f"{path}: missing, so TCE's Figure 4 cannot be drawn; run `dvc repro partition@{name}`")
+        mixes[alpha] = json.loads(path.read_text())["train"]
+    return mixes
+
+
+def figure4(out_dir: Path, built: set[str]) -> None:
+    """The class mix of ten random clients for α = 0.1, 0.5 and 100 (training samples); none when the
+    profile builds none of those partitions (a test grid)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    mixes = {}
-    for alpha, name in FIGURE4_PARTITIONS.items():
-        path = PARTITIONS_DIR / name / "label_counts.json"
-        if path.is_file():
-            mixes[alpha] = json.loads(path.read_text())["train"]
+    mixes = figure4_mixes(built)
     if not mixes:
         return
     fig, axes = plt.subplots(1, len(mixes), figsize=(5 * len(mixes), 4), squeeze=False)
@@ -751,6 +763,13 @@ def margin_comparison(first, second) -> Comparison:
     return compare(in_points(first), in_points(second))
 
 
+def built_partitions() -> set[str]:
+    """The partitions of the active profile (grid.yaml)."""
+    from pipeline.config import GRID_FILE, read_yaml
+
+    return set(read_yaml(GRID_FILE)["grid"]["partitions"])
+
+
 def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[Claim]:
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = {k: v for k, v in results.items() if v.paper == PAPER and method_of(v.settings) is not None}
@@ -758,7 +777,7 @@ def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[C
     table2(ours, published, out_dir)
     figure2(runs, out_dir)
     sweeps = figure3(runs, out_dir)
-    figure4(out_dir)
+    figure4(out_dir, built_partitions())
     figures = forgetting_figures(runs, out_dir)
     forgetting_table(runs, figures, out_dir)
     return claims(runs, published, ours, sweeps)

@@ -1,0 +1,197 @@
+"""The device benchmark: images a second and peak memory of the engine's rounds on the papers' GPU-scale
+models, on both training paths, so that the path and the chunk size on a GPU are chosen by measurement.
+
+    python -m benchmarks.speed --suite device --device cuda [--repeats N] [--out benchmarks/results/gpu]
+    python -m benchmarks.speed --suite device --device cpu --quick      # a smoke test of seconds
+
+Workloads (synthetic images of the datasets' shapes: speed does not depend on the pixels, and the GPU
+machine has no prepared datasets): ResNet-18 with GroupNorm and with BatchNorm (TCE), the shallow
+ResNet with Adam (FedWAvg), DenseNet-121 on 28x28 images with Adam (FedWAvg's Table 1), and the
+dropout CNN at B = 256 (FedCurv), each one FedAvg round of a few clients. Per workload and path: one
+untimed warm-up round (vmap's tracing, cuDNN's choices, the allocator), then `repeats` timed rounds,
+the device synchronised around each; images a second = the round's samples (E x the cohort's) over its
+median seconds; peak memory = torch.cuda.max_memory_allocated over the timed rounds (CUDA only). A path
+that fails (out of memory, an operation vmap cannot batch) is reported with its error, not hidden.
+
+Writes <out>/device_speed.json and <out>/device_speed.md, with the device described as in a run's
+timing.json (pipeline.distributed.describe_device).
+"""
+from __future__ import annotations
+
+import datetime
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+
+from benchmarks.flops import synchronize, training_flops_per_sample
+from pipeline import distributed
+from pipeline.algorithms import get_algorithm, resolve_hyperparams
+from pipeline.clientdata import ClientData, channel_stats
+from pipeline.io import write_json, write_text
+from pipeline.models import build_model
+from pipeline.rounds import initial_state, run_round
+from pipeline.runs import RUN_DEFAULTS
+
+SEED = 0
+CLASSES = 10
+
+
+@dataclass(frozen=True)
+class DeviceWorkload:
+    key: str
+    title: str
+    model: str
+    image_shape: tuple  # (H, W, C)
+    clients: int
+    samples_per_client: int
+    batch_size: int
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    norm: str | None = None
+
+    def tiny(self) -> "DeviceWorkload":
+        """The same model, optimiser and path on 8x8 images, 2 clients of 8 samples: seconds on a CPU."""
+        return DeviceWorkload(self.key, f"{self.title} [tiny: 8x8 images, 2 clients x 8, B=4]", self.model,
+                              (8, 8, self.image_shape[2]), 2, 8, 4, self.optimizer, self.lr, self.norm)
+
+
+WORKLOADS = [
+    DeviceWorkload("resnet18_gn", "ResNet-18, GroupNorm (TCE), CIFAR-10 shape, 4 clients x 256, B=64, SGD 0.1",
+                   "resnet18", (32, 32, 3), 4, 256, 64, lr=0.1, norm="group"),
+    DeviceWorkload("resnet18_bn", "ResNet-18, BatchNorm (TCE), CIFAR-10 shape, 4 clients x 256, B=64, SGD 0.1",
+                   "resnet18", (32, 32, 3), 4, 256, 64, lr=0.1, norm="batch"),
+    DeviceWorkload("resnet_shallow_adam", "shallow ResNet, BatchNorm, Adam 0.001 (FedWAvg), CIFAR-10 shape, "
+                   "4 clients x 256, B=64", "resnet_shallow", (32, 32, 3), 4, 256, 64, optimizer="adam", lr=0.001),
+    DeviceWorkload("densenet121", "DenseNet-121, Adam 0.001 (FedWAvg Table 1), 28x28x1, 2 clients x 256, B=64",
+                   "densenet121", (28, 28, 1), 2, 256, 64, optimizer="adam", lr=0.001),
+    DeviceWorkload("dropout_cnn", "dropout CNN (FedCurv's cnn_mnist), 28x28x1, 8 clients x 512, B=256, SGD 0.01",
+                   "cnn_mnist", (28, 28, 1), 8, 512, 256),
+]
+
+
+def synthetic_data(workload: DeviceWorkload, device: torch.device) -> ClientData:
+    generator = torch.Generator().manual_seed(SEED)
+    count = workload.clients * workload.samples_per_client
+    x = torch.randint(0, 256, (count, *workload.image_shape), generator=generator, dtype=torch.uint8)
+    y = torch.randint(0, CLASSES, (count,), generator=generator)
+    clients = list(torch.arange(count).split(workload.samples_per_client))
+    mean, std = channel_stats(x)
+    return ClientData(x.to(device), y.to(device), [c.to(device) for c in clients], mean.to(device), std.to(device),
+                      classes=CLASSES)
+
+
+def settings_for(workload: DeviceWorkload) -> dict:
+    return {**RUN_DEFAULTS, "seed": SEED, "client_fraction": 1.0, "local_epochs": 1, "lr": workload.lr,
+            "momentum": 0.0, "weight_decay": 0.0, "batch_size": workload.batch_size,
+            "optimizer": workload.optimizer, "norm": workload.norm}
+
+
+def peak_memory(device: torch.device) -> int | None:
+    return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+
+
+def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: bool, repeats: int) -> dict:
+    """Seconds a round (median of `repeats`), images a second and peak memory of one path."""
+    data = synthetic_data(workload, device)
+    model = build_model(workload.model, workload.image_shape, CLASSES, SEED, workload.norm).to(device)
+    algorithm = get_algorithm("fedavg")
+    hp = resolve_hyperparams({"name": "fedavg"})
+    settings = settings_for(workload)
+    state = {"now": initial_state(model, algorithm, workload.clients, hp)}
+
+    def one_round(round_: int) -> float:
+        synchronize(device)
+        start = time.perf_counter()
+        result = run_round(model, algorithm, hp, state["now"], data, settings, round_, vectorized=vectorized)
+        synchronize(device)
+        if not result.diverged:
+            state["now"] = result.state
+        return time.perf_counter() - start
+
+    one_round(1)  # warm-up
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    seconds = [one_round(2 + r) for r in range(repeats)]
+    images = workload.clients * workload.samples_per_client
+    median = statistics.median(seconds)
+    return {"seconds_per_round": median, "seconds_per_round_repeats": seconds, "images_per_round": images,
+            "images_per_second": images / median,
+            "flops_per_second": images * training_flops_per_sample(model, workload.image_shape) / median,
+            "peak_memory_bytes": peak_memory(device)}
+
+
+def run_workload(workload: DeviceWorkload, device: torch.device, repeats: int) -> dict:
+    paths = {}
+    for label, vectorized in (("vectorized", True), ("sequential", False)):
+        print(f"device suite: {workload.key}, {label}", file=sys.stderr, flush=True)
+        try:
+            paths[label] = measure_path(workload, device, vectorized, repeats)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as error:  # reported, never hidden
+            paths[label] = {"failed": (str(error).strip().splitlines() or [type(error).__name__])[0]}
+        finally:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    done = {label: entry for label, entry in paths.items() if "failed" not in entry}
+    faster = max(done, key=lambda label: done[label]["images_per_second"]) if done else None
+    return {"title": workload.title, "model": workload.model, "norm": workload.norm,
+            "image_shape": list(workload.image_shape), "clients": workload.clients,
+            "samples_per_client": workload.samples_per_client, "batch_size": workload.batch_size,
+            "optimizer": workload.optimizer, "lr": workload.lr, "paths": paths, "faster_path": faster}
+
+
+def number(value, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def markdown(summary: dict) -> str:
+    device = summary["device"]
+    lines = [f"# Device benchmark: {device['name']} ({device['type']})", "",
+             f"{summary['date']}; torch {device['torch']}"
+             + (f", CUDA {device.get('cuda')}, cuDNN {device.get('cudnn')}" if device["type"] == "cuda" else "")
+             + f"; TF32 matmul {device['tf32_matmul']}, TF32 cuDNN {device['tf32_cudnn']}; "
+             f"deterministic {device['deterministic_algorithms']}; {summary['repeats']} timed round(s) after one "
+             f"warm-up{'; tiny sizes (a smoke test)' if summary['quick'] else ''}.", "",
+             "| workload | path | s / round | images / s | TFLOP/s | peak memory (MiB) |", "|---|---|---|---|---|---|"]
+    for key, workload in summary["workloads"].items():
+        for label, entry in workload["paths"].items():
+            if "failed" in entry:
+                lines.append(f"| {key} | {label} | failed: {entry['failed']} | | | |")
+                continue
+            memory = entry["peak_memory_bytes"]
+            lines.append(f"| {key} | {label}{' (faster)' if workload['faster_path'] == label else ''} | "
+                         f"{number(entry['seconds_per_round'])} | {number(entry['images_per_second'])} | "
+                         f"{number(entry['flops_per_second'] / 1e12)} | "
+                         f"{'-' if memory is None else number(memory / 2 ** 20)} |")
+    lines += ["", "Workloads:"] + [f"- {key}: {w['title']}" for key, w in summary["workloads"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def select(keys: str | None) -> list[DeviceWorkload]:
+    if not keys:
+        return WORKLOADS
+    known = {w.key: w for w in WORKLOADS}
+    wanted = [key.strip() for key in keys.split(",")]
+    unknown = [key for key in wanted if key not in known]
+    if unknown:
+        from pipeline.errors import UserError
+
+        raise UserError(f"--device-workloads: {', '.join(unknown)} not in the device suite; "
+                        f"allowed: {', '.join(known)}")
+    return [known[key] for key in wanted]
+
+
+def main(args, device: torch.device) -> dict:
+    """Run the suite for speed.py's parsed `args` (out, repeats, quick, workloads) on `device`."""
+    workloads = [w.tiny() if args.quick else w for w in select(args.device_workloads)]
+    results = {w.key: run_workload(w, device, args.repeats) for w in workloads}
+    summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "device": distributed.describe_device(device), "repeats": args.repeats, "quick": args.quick,
+               "workloads": results}
+    text = markdown(summary)
+    write_json(args.out / "device_speed.json", summary)
+    write_text(args.out / "device_speed.md", text)
+    print(text)
+    return summary

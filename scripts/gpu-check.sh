@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The GPU check in one command (issue 40), on a machine with CUDA; sized for at most 8 minutes on one H100:
+#   1. the `gpu`-marked tests (tests/test_gpu.py): every algorithm x path for one round on CUDA with the
+#      state asserted on the device and no host sync in the training steps, CPU-vs-CUDA agreement in
+#      float64, keyed draws independent of the chunking, vmap evaluation of BatchNorm models, the resume
+#      of a killed run, two processes on one GPU (gloo; NCCL needs two GPUs, skipped by count) and the
+#      one-line error for more NCCL processes than GPUs, deterministic kernels for AdaptiveAvgPool2d models;
+#   2. python -m benchmarks.speed --suite device --device cuda: ResNet-18 (GroupNorm, BatchNorm), the
+#      shallow ResNet (Adam), DenseNet-121 and the dropout CNN, images/s and peak memory on both paths.
+# Results (the tests' log, device_speed.json/.md) go to benchmarks/results/gpu/ (or the folder given).
+#
+#   bash scripts/gpu-check.sh [OUT]            the check (exits non-zero if a test failed; the benchmark runs anyway)
+#   bash scripts/gpu-check.sh --smoke OUT      without CUDA: the tier collected and skipped, the benchmark on
+#                                              the CPU at tiny sizes (tests/test_benchmark.py runs this in CI)
+#
+# Python: the project's .venv when there is one, else the machine's python3 (a GPU machine's own torch).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then
+    smoke=1
+    shift
+fi
+out="${1:-benchmarks/results/gpu}"
+if [ -x .venv/bin/python ]; then
+    python=.venv/bin/python
+else
+    python="${PYTHON:-python3}"
+fi
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+start=$(date +%s)
+if [ "$smoke" = 1 ]; then
+    "$python" -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
+    tests=${PIPESTATUS[0]}
+    "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --out "$out"
+    bench=$?
+else
+    "$python" -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
+    tests=${PIPESTATUS[0]}
+    "$python" -m benchmarks.speed --suite device --device cuda --repeats 3 --out "$out"
+    bench=$?
+fi
+echo "gpu-check: tests exit $tests, benchmark exit $bench, $(( $(date +%s) - start )) s; results in $out"
+# pytest's 5 is "no tests ran" (all skipped, as without CUDA): not a failure of the check
+if [ "$tests" != 0 ] && [ "$tests" != 5 ]; then
+    exit "$tests"
+fi
+exit "$bench"

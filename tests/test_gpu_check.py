@@ -1,0 +1,67 @@
+"""What CI can run of scripts/gpu-check.sh without a GPU: the `gpu` tier is collected, covers every part
+of the check and skips cleanly; the device benchmark runs at tiny sizes on the CPU and its report agrees
+with itself; its arguments are checked in one line."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+WORKLOADS = {"resnet18_gn", "resnet18_bn", "resnet_shallow_adam", "densenet121", "dropout_cnn"}
+# One test function per part of the check the issue asks for (tests/test_gpu.py).
+PARTS = ["test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_steps",
+         "test_cuda_agrees_with_the_cpu_in_float64", "test_keyed_draws_do_not_depend_on_the_chunking",
+         "test_vmap_evaluation_of_batch_norm_models_matches_one_model_at_a_time", "test_a_killed_run_resumes_on_cuda",
+         "test_two_processes_share_one_gpu_over_gloo_with_one_process_numbers",
+         "test_two_processes_over_nccl_give_one_process_numbers", "test_more_nccl_processes_than_gpus_is_one_line",
+         "test_deterministic_kernels_train_adaptive_pooling_models_where_the_strict_setting_stops_them"]
+
+
+def test_the_gpu_tier_is_collected_with_every_part_of_the_check():
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m",
+                             "gpu", "tests/test_gpu.py"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    collected = {line.split("::")[1].split("[")[0] for line in result.stdout.splitlines() if "::" in line}
+    assert set(PARTS) <= collected, set(PARTS) - collected
+    every = [line for line in result.stdout.splitlines() if "every_algorithm_runs_on_cuda" in line]
+    assert len(every) >= 2 * 8 * 3  # every algorithm (and RWalk) x both paths x the MLP and CNN setups
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the smoke run is the CPU's; with CUDA run the check itself")
+def test_the_smoke_run_skips_the_tier_and_benchmarks_every_workload_on_both_paths(tmp_path):
+    result = subprocess.run(["bash", "scripts/gpu-check.sh", "--smoke", str(tmp_path)], cwd=REPO, capture_output=True,
+                            text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    log = (tmp_path / "gpu_tests.log").read_text()
+    assert " skipped" in log and "failed" not in log and "error" not in log.lower()
+    report = json.loads((tmp_path / "device_speed.json").read_text())
+    assert report["device"]["type"] == "cpu" and report["quick"] and set(report["workloads"]) == WORKLOADS
+    for key, workload in report["workloads"].items():
+        assert set(workload["paths"]) == {"vectorized", "sequential"}, key
+        for label, entry in workload["paths"].items():
+            assert "failed" not in entry, (key, label, entry)
+            assert entry["images_per_round"] == 2 * 8  # tiny: 2 clients of 8 samples, one epoch
+            assert entry["images_per_second"] == pytest.approx(entry["images_per_round"] / entry["seconds_per_round"])
+            assert entry["peak_memory_bytes"] is None  # measured on CUDA only
+        faster = max(workload["paths"], key=lambda label: workload["paths"][label]["images_per_second"])
+        assert workload["faster_path"] == faster
+    markdown = (tmp_path / "device_speed.md").read_text()
+    assert markdown.count("| densenet121 |") == 2 and "tiny sizes" in markdown
+    assert "gpu-check: tests exit 0, benchmark exit 0" in result.stdout
+
+
+def test_the_device_benchmark_names_an_unknown_workload_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "benchmarks.speed", "--suite", "device", "--device", "cpu",
+                             "--device-workloads", "resnet18_gn,vgg", "--out", str(tmp_path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: --device-workloads: vgg not in the device suite; allowed: resnet18_gn, resnet18_bn, "
+        "resnet_shallow_adam, densenet121, dropout_cnn"]
