@@ -50,11 +50,3 @@ def pytest_configure(config):
         import torch
 
         torch.set_num_threads(1)
-
-
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (`-n 2 --dist loadgroup`), each end-to-end module runs on one worker: its tests
-    share a module-scoped repository that is slow to build, and some build on what the one before did."""
-    for item in items:
-        if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

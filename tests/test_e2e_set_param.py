@@ -131,3 +131,19 @@ def test_editing_a_docstring_of_the_data_or_resolve_stages_retrains_nothing(pipe
     ran = repo.stages_run("dvc", "repro", timeout=300)
     assert not [stage for stage in ran if "train@" in stage], ran
     assert {"fingerprint", "resolve"} <= ran  # they did rerun, and their outputs did not change
+
+
+def test_a_bad_value_fails_the_pipeline_and_leaves_the_last_good_outputs(pipeline_repo):
+    """resolve's outputs are in git, not in DVC's cache: DVC deleting them before a run that then fails on
+    a user's mistake would lose them (`dvc checkout` cannot bring them back)."""
+    repo = template_repo(pipeline_repo)
+    kept = {path: path.read_bytes() for folder in ("resolved", "reports") for path in (repo.root / folder).rglob("*")
+            if path.is_file()}
+    text = (repo.root / "params.yaml").read_text()
+    (repo.root / "params.yaml").write_text(text.replace("    lr: 0.005", "    lr: -1"))
+    result = subprocess.run(["dvc", "repro"], cwd=repo.root, env=repo.env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode != 0 and "runs.fedcurv_e10_fedprox.lr" in result.stdout + result.stderr
+    now = {path: path.read_bytes() for folder in ("resolved", "reports") for path in (repo.root / folder).rglob("*")
+           if path.is_file()}
+    assert now == kept

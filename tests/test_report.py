@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.config import load_params
 from pipeline.report import __main__ as report_main
 from pipeline.report import fedcurv
 from pipeline.report.common import NO_DIFF, load_results
@@ -76,7 +77,7 @@ def test_published_hyperparameters_match_the_paper_rows():
 
 
 def test_published_fedprox_mu_matches_the_params_runs():
-    params = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+    params = load_params((Path(__file__).resolve().parents[1] / "params.yaml"))
     hyper = PUBLISHED["fedcurv"]["hyperparameters"]
     for epochs in (50, 10):
         assert params["runs"][f"fedcurv_e{epochs}_fedprox"]["algorithm"]["mu"] == hyper["fedprox"][f"E{epochs}"]["mu"]

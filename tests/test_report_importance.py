@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.config import load_params
 from pipeline.report import importance
 from pipeline.report.common import NO_DIFF, load_results
 
@@ -19,7 +20,7 @@ from test_report import PNG_SIGNATURE, write_run
 
 PAPER_TEXT = Path(__file__).resolve().parents[1].parent / "shared" / "papers" / "001_e1a0123f838a5f6e.txt"
 PUBLISHED = yaml.safe_load(Path(importance.__file__).with_name("published.yaml").read_text())["importance"]
-PARAMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
+PARAMS = load_params((Path(__file__).resolve().parents[1] / "params.yaml"))
 
 
 # ---------------------------------------------------------------- published.yaml against the paper

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.config import load_params
 from pipeline.config import derive_grid
 from pipeline.report import tce
 from pipeline.report.common import load_results
@@ -18,7 +19,7 @@ from test_report import PNG_SIGNATURE, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = yaml.safe_load((ROOT / "pipeline" / "report" / "published.yaml").read_text())["tce"]
-PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
+PARAMS = load_params((ROOT / "params.yaml"))
 
 
 def write_partition(root: Path, name: str, alpha: float | None) -> None:
@@ -28,7 +29,7 @@ def write_partition(root: Path, name: str, alpha: float | None) -> None:
     params["partitions"][name] = {"dataset": "cifar10", "scheme": "dirichlet" if alpha else "natural", "clients": 100,
                                   **({"alpha": alpha} if alpha else {})}
     params_file.write_text(yaml.safe_dump(params))
-    folder = root / "data" / "partitions" / name
+    folder = root / "reports" / "partitions" / name
     folder.mkdir(parents=True)
     counts = [[45 + (c + k) % 3 for k in range(10)] for c in range(100)]
     (folder / "label_counts.json").write_text(json.dumps({"train": counts, "val": counts}))
@@ -516,3 +517,19 @@ def test_femnist_tce_gn_published_cell_says_the_paper_contradicts_itself():
     assert gn.startswith("Table 1 best: 0.814 (lr 0.007) vs FedAvg 0.829 (lr 0.05); the paper contradicts itself")
     assert "'We see a similar performance increase when using the FEMNIST dataset (Table 1)" in gn and "L78" in gn
     assert "contradicts" not in tce.femnist_published(PUBLISHED, "tce_bn")  # 0.850 above 0.829: no contradiction
+
+
+def test_figure4_is_drawn_from_the_committed_records_and_a_missing_one_is_an_error(workdir):
+    """A partition the profile builds whose record is missing stops the report with one line (it used to
+    drop the figure, exit 0); partitions the profile does not build are left out (a test grid)."""
+    from pipeline.errors import UserError
+
+    name = tce.FIGURE4_PARTITIONS[0.1]
+    assert tce.figure4_mixes(set()) == {}
+    with pytest.raises(UserError, match=rf"reports/partitions/{name}/label_counts.json: missing") as error:
+        tce.figure4_mixes({name})
+    assert "\n" not in str(error.value)
+    record = workdir / "reports" / "partitions" / name / "label_counts.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"train": [[3, 1], [0, 4]], "val": []}')
+    assert tce.figure4_mixes({name}) == {0.1: [[3, 1], [0, 4]]}

@@ -1,6 +1,6 @@
 """A run killed with SIGKILL mid-way and started again resumes from its last checkpoint and ends with
 metrics and curves byte-identical to an uninterrupted run; a changed setting never resumes from a stale
-checkpoint."""
+checkpoint, and a finished run leaves none (so `dvc repro -f` retrains)."""
 from __future__ import annotations
 
 import os
@@ -46,27 +46,34 @@ def train(repo) -> str:
     return repo.run(sys.executable, "-m", "pipeline.train", KEY, "--seed", "3", timeout=300)
 
 
-def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
-    root = repo.root
-    shutil.rmtree(root / ".checkpoints", ignore_errors=True)
-    train(repo)
-    uninterrupted = outputs(root)
-    shutil.rmtree(root / ".checkpoints")
-    shutil.rmtree(root / "reports" / "runs" / KEY / "seed3")
+def checkpoints(root) -> list:
+    folder = root / ".checkpoints"
+    return list(folder.glob(f"{KEY}-seed3-*.pt")) if folder.exists() else []
 
+
+def kill_after_a_checkpoint(repo) -> None:
+    """Start the run and SIGKILL it once it has written a checkpoint, inside a later round."""
+    root = repo.root
     process = subprocess.Popen([sys.executable, "-m", "pipeline.train", KEY, "--seed", "3"], cwd=root, env=repo.env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
-    checkpoints = []
-    while time.time() < deadline and not checkpoints:
+    while time.time() < deadline and not checkpoints(root):
         time.sleep(0.05)
-        checkpoints = list((root / ".checkpoints").glob(f"{KEY}-seed3-*.pt")) if (root / ".checkpoints").exists() else []
     time.sleep(0.3)  # past the first checkpoint, somewhere inside a later round
     assert process.poll() is None, "the run finished before it could be killed; make it longer"
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     assert not (root / "reports" / "runs" / KEY / "seed3" / "metrics.json").exists()
 
+
+def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
+    root = repo.root
+    shutil.rmtree(root / ".checkpoints", ignore_errors=True)
+    train(repo)
+    uninterrupted = outputs(root)
+    shutil.rmtree(root / "reports" / "runs" / KEY / "seed3")
+
+    kill_after_a_checkpoint(repo)
     log = train(repo)
     assert "resuming after round" in log
     resumed_after = int(log.split("resuming after round ")[1].split()[0])
@@ -74,11 +81,18 @@ def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
     assert outputs(root) == uninterrupted
 
 
+def test_a_finished_run_leaves_no_checkpoint_so_a_forced_rerun_retrains(repo):
+    """`dvc repro -f` of a finished stage reruns its command: with a checkpoint of the last round left
+    behind it would resume there and retrain nothing."""
+    train(repo)
+    assert checkpoints(repo.root) == []
+    assert "resuming" not in train(repo)
+
+
 def test_a_changed_setting_does_not_resume_from_a_stale_checkpoint(repo):
     root = repo.root
-    train(repo)  # leaves a checkpoint of the finished run
-    stale = list((root / ".checkpoints").glob(f"{KEY}-seed3-*.pt"))
-    assert len(stale) == 1
+    kill_after_a_checkpoint(repo)
+    assert checkpoints(root)  # one (two, if the kill fell between writing the next and removing the last)
     params = repo.params()
     params["runs"][KEY]["lr"] = 0.02
     params["runs"][KEY]["rounds"] = 4
@@ -86,10 +100,8 @@ def test_a_changed_setting_does_not_resume_from_a_stale_checkpoint(repo):
     repo.write_params(params)
     log = train(repo)
     assert "resuming" not in log
-    fresh = list((root / ".checkpoints").glob(f"{KEY}-seed3-*.pt"))
-    assert len(fresh) == 1 and fresh != stale  # the stale one is replaced, never reused
+    assert checkpoints(root) == []  # the stale one was replaced, never reused, and the finished run's removed
     changed = outputs(root)
-    shutil.rmtree(root / ".checkpoints")
     train(repo)
     assert outputs(root) == changed
 
