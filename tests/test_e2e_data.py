@@ -38,9 +38,12 @@ def test_dvc_repro_builds_partitions_and_reruns_only_what_changed(repo):
     first = repo.stages_run("dvc", "repro")
     assert first == {"download@mnist"} | {f"partition@{name}" for name in PARTITIONS}
     assert (repo.root / "data" / "prepared" / "mnist.npz").is_file()
+    assert (repo.root / "reports" / "datasets" / "mnist.json").is_file()  # its record, in git
     for name in PARTITIONS:
-        folder = repo.root / "data" / "partitions" / name
-        assert sorted(p.name for p in folder.iterdir()) == sorted(PARTITION_FILES), name
+        # the arrays under data/ (DVC's cache), the record under reports/ (git)
+        assert [p.name for p in (repo.root / "data" / "partitions" / name).iterdir()] == ["clients.npz"], name
+        record = repo.root / "reports" / "partitions" / name
+        assert sorted(p.name for p in record.iterdir()) == sorted(PARTITION_FILES[1:]), name
     repo.run("git", "add", "-A")
     repo.run("git", "commit", "-q", "-m", "first repro")
 
@@ -64,5 +67,5 @@ def test_dvc_repro_builds_partitions_and_reruns_only_what_changed(repo):
     # An experiment on one partition's param reruns that partition only.
     assert repo.stages_run("dvc", "exp", "run", "-S", "partitions.dirichlet.alpha=0.5") == {"partition@dirichlet"}
     assert repo.params()["partitions"]["dirichlet"]["alpha"] == 0.5
-    meta = (repo.root / "data" / "partitions" / "dirichlet" / "meta.json").read_text()
+    meta = (repo.root / "reports" / "partitions" / "dirichlet" / "meta.json").read_text()
     assert '"alpha": 0.5' in meta

@@ -121,7 +121,7 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
     metrics = json.loads((run_folder(repo.root, PROBED_KEY, 0) / "metrics.json").read_text())
     events = metrics["example_events"]
     assert events["clients"] == 8
-    held = sum(json.loads((repo.root / "data" / "partitions" / "shards" / "meta.json").read_text())["train_sizes"])
+    held = sum(json.loads((repo.root / "reports" / "partitions" / "shards" / "meta.json").read_text())["train_sizes"])
     assert events["unforgettable_examples"] + events["never_learned_examples"] + events["forgotten_examples"] == held
     curve = (run_folder(repo.root, PROBED_KEY, 0) / "plots" / "metrics" / "example_forgetting_events.tsv").read_text()
     assert sum(int(float(r.split("\t")[-1])) for r in curve.splitlines()[1:]) == events["forgetting_events"]
