@@ -235,13 +235,21 @@ def write_resolved(params: dict, runs: list[str]) -> None:
 
     A train stage depends on its run's file, not on params.yaml: a change to one run (`dvc exp run -S
     runs.X.lr=...`) rewrites only X's file, and the seed list is left out of it, so adding a seed
-    retrains only that seed (its new stage) while the others' file stays byte-identical."""
+    retrains only that seed (its new stage) while the others' file stays byte-identical. The same holds
+    for a seed list under `scaled` (more seeds in the default profile than in the paper's)."""
     from pipeline.io import atomic_dir, write_json
 
     with atomic_dir(RESOLVED_DIR) as folder:
         for run in runs:
-            settings = {k: v for k, v in resolve_run(params, run).items() if k not in ("seeds", "note")}
-            write_json(folder / f"{run}.json", settings)
+            write_json(folder / f"{run}.json", settings_without_seeds(resolve_run(params, run)))
+
+
+def settings_without_seeds(settings: dict) -> dict:
+    """A run's resolved settings without what differs between its seeds' stages: the seed list (also as
+    a scaled key) and the free-text note."""
+    kept = {k: v for k, v in settings.items() if k not in ("seeds", "note")}
+    kept["scaled"] = {k: v for k, v in settings["scaled"].items() if k != "seeds"}
+    return kept
 
 
 @exit_on_user_error

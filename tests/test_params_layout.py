@@ -104,3 +104,25 @@ def test_no_yaml_anchors_remain_in_params_yaml():
     code = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
     assert "<<:" not in code and "&" not in code and "*" not in code
     assert yaml.safe_load(text)["templates"]  # the shared settings are templates now
+
+
+def test_more_seeds_in_the_default_profile_leave_the_runs_resolved_file_byte_identical(tmp_path, monkeypatch):
+    """A run's train stages depend on resolved/<run>.json: a seed list under `scaled` (the default profile
+    running more seeds than the paper's) must not enter it, or adding a seed would retrain the others."""
+    from pipeline.runs import write_resolved
+
+    params = {**load_params(REPO / "params.yaml"), "profile": "default"}
+    run = "fedcurv_e50_fedavg"
+    assert "seeds" in params["runs"][run]["scaled"] or "seeds" in params["templates"]["fedcurv_e50"]["scaled"]
+    expanded = expand_templates(params)
+    without = {**expanded, "runs": {run: {**expanded["runs"][run],
+                                          "scaled": {k: v for k, v in expanded["runs"][run]["scaled"].items()
+                                                     if k != "seeds"}}}}
+    written = {}
+    for name, variant in (("with", {**expanded, "runs": {run: expanded["runs"][run]}}), ("without", without)):
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        write_resolved(variant, [run])
+        written[name] = (tmp_path / name / "resolved" / f"{run}.json").read_bytes()
+    assert resolve_run(expanded, run)["seeds"] == [0, 1, 2, 3, 4, 5, 6]
+    assert written["with"] == written["without"]
