@@ -35,14 +35,14 @@ import csv
 import math
 from pathlib import Path
 
-from pipeline.io import atomic_path
-from pipeline.report.common import (NOT_RUN, Claim, SeededRun, accuracy_cell, comparisons_seeds, fmt_stat,
-                                    partition_settings, plot_curves, scaled_note, seeds_note, shift, write_table)
+from pipeline.report.common import (NOT_RUN, Claim, ReportContext, RunResult, SeededRun, accuracy_cell,
+                                    comparisons_seeds, fmt_stat, plot_curves, pyplot, save_figure, scaled_note,
+                                    seeds_note, shift, write_table)
 from pipeline.report.seeds import (INCONCLUSIVE, Comparison, PerSeed, best_of, combine, compare, has_value, mean_sd,
                                    window_mean)
 
 PAPER = "fedwavg"
-RUNS_DIR = Path("reports/runs")
+WHO = "a FedWAvg run"  # for the error when a run's partition is not in params.yaml
 TABLE1_DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
 TABLE45_METHODS = ("fedavg", "fedprox", "scaffold", "fednova", "fedwavg_alpha0.1", "fedwavg_alpha0.2",
                    "fedwavg_alpha0.3")
@@ -84,7 +84,7 @@ def paper_rounds(run: SeededRun) -> int:
 
 
 def clusters_of(run: SeededRun) -> tuple[int, ...] | None:
-    sizes = partition_settings(run.settings["partition"], "a FedWAvg run").get("cluster_sizes")
+    sizes = run.partition_settings(WHO).get("cluster_sizes")
     return tuple(sizes) if sizes else None
 
 
@@ -120,7 +120,7 @@ def table1_runs(runs: dict) -> dict:
     placed = {}
     for run in runs.values():
         if run.settings.get("example_events"):
-            clients = partition_settings(run.settings["partition"], "a FedWAvg run").get("clients")
+            clients = run.partition_settings(WHO).get("clients")
             placed[(run.settings["dataset"], "centralised" if clients == 1 else "federated")] = run
     return placed
 
@@ -155,14 +155,10 @@ def long_runs(runs: dict) -> dict:
 
 # ---------------------------------------------------------------- per-client forgettable counts
 
-def seed_folder(run: SeededRun, seed: int) -> Path:
-    return RUNS_DIR / run.key / f"seed{seed}"
-
-
-def read_forgettable(run: SeededRun, seed: int) -> dict[int, dict[int, int]]:
+def read_forgettable(result: RunResult) -> dict[int, dict[int, int]]:
     """round -> client -> forgettable count, from the seed's forgetting/forgettable.tsv ({} if none)."""
-    path = seed_folder(run, seed) / "forgetting" / "forgettable.tsv"
-    if not path.is_file():
+    path = result.folder / "forgetting" / "forgettable.tsv" if result.folder else None
+    if path is None or not path.is_file():
         return {}
     counts: dict[int, dict[int, int]] = {}
     with path.open() as handle:
@@ -172,15 +168,15 @@ def read_forgettable(run: SeededRun, seed: int) -> dict[int, dict[int, int]]:
 
 
 def client_size(run: SeededRun) -> int:
-    return int(partition_settings(run.settings["partition"], "a FedWAvg run")["samples_per_client"])
+    return int(run.partition_settings(WHO)["samples_per_client"])
 
 
 def shares_at(run: SeededRun, round_: int) -> list[list[float] | None]:
     """Per seed: each client's forgettable share (count / its samples) at our round `round_` (a table cell)."""
     size = client_size(run)
     shares = []
-    for seed in run.seeds:
-        counts = read_forgettable(run, seed).get(round_)
+    for result in run.results:
+        counts = read_forgettable(result).get(round_)
         shares.append(None if counts is None else [counts.get(k, 0) / size for k in range(sum(clusters_of(run)))])
     return shares
 
@@ -208,8 +204,8 @@ def group_share_over_period(counts_by_round: dict[int, dict[int, int]], clusters
 
 def group_shares(run: SeededRun, at: int, minority: bool, width: int = SHARE_PERIOD) -> PerSeed:
     """Per seed (carrying the seeds): the group's share over the whole period ending at our round `at`."""
-    return run.per_seed([group_share_over_period(read_forgettable(run, seed), clusters_of(run), client_size(run),
-                                                 minority, at, width) for seed in run.seeds])
+    return run.per_seed([group_share_over_period(read_forgettable(result), clusters_of(run), client_size(run),
+                                                 minority, at, width) for result in run.results])
 
 
 def period_text(at: int, width: int = SHARE_PERIOD) -> str:
@@ -231,8 +227,9 @@ PREFIX_FILES = ("plots/metrics/test_accuracy.tsv", "forgetting/forgettable.tsv")
 def prefix_seeds(short: SeededRun, long: SeededRun) -> list[int]:
     """The seeds on which the short run's accuracy curve and forgettable counts are the long run's first
     rounds, byte for byte: the same training, stopped earlier."""
-    return [seed for seed in short.seeds if seed in long.seeds and all(
-        file_is_prefix(seed_folder(short, seed) / name, seed_folder(long, seed) / name) for name in PREFIX_FILES)]
+    longer = {result.seed: result.folder for result in long.results}
+    return [r.seed for r in short.results if r.folder and longer.get(r.seed) and all(
+        file_is_prefix(r.folder / name, longer[r.seed] / name) for name in PREFIX_FILES)]
 
 
 def same_training_note(short: SeededRun | None, long: SeededRun | None) -> str:
@@ -448,16 +445,12 @@ def figures(runs: dict, out_dir: Path) -> dict:
 def plot_forgettable(path: Path, placed: dict) -> None:
     """Per run of Figures 2-3, the minority's and the majority's mean forgettable share over rounds (each
     round alone: the figure shows the see-saw the claims average over)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     methods = [m for m in ("fedavg", "fedprox", "fedwavg", "fedwavg_frozen") if m in placed]
-    fig, axes = plt.subplots(1, max(1, len(methods)), figsize=(4 * max(1, len(methods)), 3.4), sharey=True,
+    fig, axes = pyplot().subplots(1, max(1, len(methods)), figsize=(4 * max(1, len(methods)), 3.4), sharey=True,
                              squeeze=False)
     for ax, method in zip(axes[0], methods):
         run = placed[method]
-        by_seed = [read_forgettable(run, s) for s in run.seeds]  # each file once (1,000 rounds in the paper profile)
+        by_seed = [read_forgettable(result) for result in run.results]  # each file once (1,000 rounds in the paper profile)
         rounds = sorted(set.intersection(*[set(counts) for counts in by_seed])) if by_seed else []
         for minority, style in ((True, "-"), (False, "--")):
             means = [mean_sd([group_share_of_round(counts[r], clusters_of(run), client_size(run), minority)
@@ -469,9 +462,7 @@ def plot_forgettable(path: Path, placed: dict) -> None:
         ax.legend(fontsize="small")
     axes[0][0].set_ylabel("forgettable examples (% of a client's)")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 # ---------------------------------------------------------------- claims
@@ -678,9 +669,10 @@ def table45_claims(placed: dict) -> list[Claim]:
 
 # ---------------------------------------------------------------- the report
 
-def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[Claim]:
+def build(context: ReportContext) -> list[Claim]:
+    out_dir, published = context.out_dir, context.published
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = {k: v for k, v in results.items() if v.paper == PAPER}
+    runs = context.runs_of(PAPER)
     table1_placed = table1(runs, published, out_dir)
     by_clusters = {clusters_of(r): r for r in cluster_runs(runs, 100) if method_of(r) == "fedavg"}
     table45_placed, _ = table45(runs, published, out_dir)
