@@ -227,7 +227,7 @@ def load_results(runs, runs_dir: Path, partitions: Mapping[str, dict] | None = N
         present = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
         results = [r for s in present if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
         if results:
-            partition = (partitions or {}).get(results[0].settings.get("partition"))
+            partition = (partitions or {}).get(results[0].settings.get("partition", ""))
             found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None, partition)
     return found
 
@@ -243,7 +243,7 @@ class ReportContext:
     grid.yaml's partitions and their records."""
     profile: str
     results: Mapping[str, SeededRun]  # every run with results, of every paper
-    published: Mapping  # this paper's numbers in published.yaml
+    published: dict  # this paper's numbers in published.yaml
     out_dir: Path  # this paper's report folder
     partition_records: Path  # reports/partitions: each partition's label_counts.json
     built_partitions: frozenset[str]  # the partitions the profile builds (grid.yaml)

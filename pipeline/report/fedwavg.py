@@ -237,8 +237,8 @@ PREFIX_FILES = ("plots/metrics/test_accuracy.tsv", "forgetting/forgettable.tsv")
 def prefix_seeds(short: SeededRun, long: SeededRun) -> list[int]:
     """The seeds on which the short run's accuracy curve and forgettable counts are the long run's first
     rounds, byte for byte: the same training, stopped earlier."""
-    longer = {result.seed: result.folder for result in long.results}
-    return [r.seed for r in short.results if r.folder and longer.get(r.seed) and all(
+    longer = {result.seed: result.folder for result in long.results if result.folder}
+    return [r.seed for r in short.results if r.folder and r.seed in longer and all(
         file_is_prefix(r.folder / name, longer[r.seed] / name) for name in PREFIX_FILES)]
 
 
