@@ -11,7 +11,8 @@ from helpers import Repo, copy_project, write_mirror
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    """A fresh directory made the working directory (the report reads and writes relative paths)."""
+    """A fresh directory made the working directory (for code that reads and writes paths relative to the
+    repository root, as `python -m pipeline.report` does)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

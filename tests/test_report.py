@@ -14,7 +14,7 @@ import yaml
 from pipeline.config import load_params
 from pipeline.report import __main__ as report_main
 from pipeline.report import fedcurv
-from pipeline.report.common import NO_DIFF, load_results
+from pipeline.report.common import NO_DIFF, ReportContext, load_results
 from pipeline.stagefiles import STAGE_GROUPS
 
 from helpers import PNG_SIGNATURE, require_paper
@@ -136,14 +136,20 @@ def write_table1_run(root: Path, algorithm: str, epochs: int, reached=None, seed
     return key
 
 
+def report_context(root: Path, paper: str, results: dict, published: dict, profile: str = "default",
+                   built_partitions=()) -> ReportContext:
+    """A paper's report context in a test's folder: its report goes to root/reports/<paper>, the partition
+    records are read from root/reports/partitions."""
+    return ReportContext(profile, results, published, root / "reports" / paper, root / "reports" / "partitions",
+                         frozenset(built_partitions))
+
+
 def build(root: Path, keys=None, profile: str = "paper"):
     """fedcurv.build on whatever runs exist under root/reports/runs; returns (claims by id, out dir)."""
     runs_dir = root / "reports" / "runs"
     keys = keys if keys is not None else sorted(p.name for p in runs_dir.iterdir()) if runs_dir.is_dir() else []
-    results = load_results(keys)
-    out = Path("reports") / "fedcurv"
-    claims = fedcurv.build(results, PUBLISHED["fedcurv"], out, profile)
-    return {c.id: c for c in claims}, root / out
+    context = report_context(root, "fedcurv", load_results(keys, runs_dir), PUBLISHED["fedcurv"], profile)
+    return {c.id: c for c in fedcurv.build(context)}, context.out_dir
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -161,9 +167,9 @@ def table1_row(rows: list[dict], algorithm: str) -> dict:
 
 # ---------------------------------------------------------------- loading: one run, its seeds
 
-def test_load_results_reads_one_seed_as_train_writes_it(workdir):
-    write_run(workdir, "a", ALGORITHMS["fedavg"], 10, {"0.9": 3}, accuracy=[0.5, 0.7, 0.91])
-    results = load_results(["a", "absent"])
+def test_load_results_reads_one_seed_as_train_writes_it(tmp_path):
+    write_run(tmp_path, "a", ALGORITHMS["fedavg"], 10, {"0.9": 3}, accuracy=[0.5, 0.7, 0.91])
+    results = load_results(["a", "absent"], tmp_path / "reports" / "runs")
     assert list(results) == ["a"]
     run = results["a"]
     assert (run.run, run.seeds, run.n) == ("a", [0], 1)
@@ -177,28 +183,41 @@ def test_load_results_reads_one_seed_as_train_writes_it(workdir):
     assert seed.seconds == 1.5
 
 
-def test_load_results_groups_the_seeds_of_a_run(workdir):
+def test_a_loaded_run_knows_its_seed_folders_and_its_partitions_settings(tmp_path):
+    from pipeline.errors import UserError
+
+    runs_dir = tmp_path / "reports" / "runs"
+    for key, partition in (("a", "p"), ("b", "absent")):
+        write_run(tmp_path, key, ALGORITHMS["fedavg"], 10, extra={"partition": partition})
+    results = load_results(["a", "b"], runs_dir, {"p": {"clients": 3}})
+    assert results["a"].results[0].folder == runs_dir / "a" / "seed0"  # where a report reads the seed's other files
+    assert results["a"].partition_settings("a test run") == {"clients": 3}
+    with pytest.raises(UserError, match="partition 'absent', which a test run names, is not under partitions"):
+        results["b"].partition_settings("a test run")
+
+
+def test_load_results_groups_the_seeds_of_a_run(tmp_path):
     for seed, accuracy in zip((0, 1, 2), ([0.5, 0.9], [0.6, 0.8], [0.7, float("nan")])):
-        write_run(workdir, "b", ALGORITHMS["fedavg"], 10, accuracy=accuracy, seed=seed,
+        write_run(tmp_path, "b", ALGORITHMS["fedavg"], 10, accuracy=accuracy, seed=seed,
                   status="diverged" if seed == 2 else "ok")
-    run = load_results(["b"])["b"]
+    run = load_results(["b"], tmp_path / "reports" / "runs")["b"]
     assert run.seeds == [0, 1, 2] and run.n == 3 and run.missing_seeds == []  # by name: what is on disk
     grid = {f"b-seed{s}": {"run": "b", "seed": s} for s in (0, 1, 2, 3)}
-    assert load_results(grid)["b"].missing_seeds == [3]  # the grid asks for seed 3: not trained yet
+    assert load_results(grid, tmp_path / "reports" / "runs")["b"].missing_seeds == [3]  # the grid asks for seed 3: not trained yet
     assert run.diverged_count == 1 and run.diverged
     assert run.final_accuracies() == [0.9, 0.8, None]
     assert run.accuracy_means(k=1) == [pytest.approx(90.0), pytest.approx(80.0), None]
 
 
-def test_load_results_from_the_grid_groups_by_run_and_takes_only_its_seeds(workdir):
+def test_load_results_from_the_grid_groups_by_run_and_takes_only_its_seeds(tmp_path):
     for seed in (0, 1, 2):
-        write_run(workdir, "c", ALGORITHMS["fedavg"], 10, seed=seed)
-    write_run(workdir, "d", ALGORITHMS["fedavg"], 10, seed=5)
+        write_run(tmp_path, "c", ALGORITHMS["fedavg"], 10, seed=seed)
+    write_run(tmp_path, "d", ALGORITHMS["fedavg"], 10, seed=5)
     grid_runs = {"c-seed0": {"run": "c", "seed": 0, "dataset": "mnist", "partition": "p"},
                  "c-seed2": {"run": "c", "seed": 2, "dataset": "mnist", "partition": "p"},
                  "d-seed5": {"run": "d", "seed": 5, "dataset": "mnist", "partition": "p"},
                  "e-seed0": {"run": "e", "seed": 0, "dataset": "mnist", "partition": "p"}}  # not trained
-    results = load_results(grid_runs)
+    results = load_results(grid_runs, tmp_path / "reports" / "runs")
     assert sorted(results) == ["c", "d"]
     assert results["c"].seeds == [0, 2]  # seed 1 is on disk but not in this grid
     assert results["d"].seeds == [5]
@@ -206,13 +225,13 @@ def test_load_results_from_the_grid_groups_by_run_and_takes_only_its_seeds(workd
 
 # ---------------------------------------------------------------- FedCurv Table 1
 
-def test_table1_cells_with_one_seed_ours_paper_diff(workdir):
-    write_table1_run(workdir, "fedcurv", 50, {"0.95": 40, "0.9": 5, "0.85": 3})
-    write_table1_run(workdir, "fedavg", 50, {"0.9": 9, "0.85": 22})
-    write_table1_run(workdir, "fedprox", 50, {}, status="diverged", accuracy=[0.6, float("nan")])
-    write_table1_run(workdir, "fedcurv", 10, {"0.95": 99, "0.9": 35, "0.85": 27})
+def test_table1_cells_with_one_seed_ours_paper_diff(tmp_path):
+    write_table1_run(tmp_path, "fedcurv", 50, {"0.95": 40, "0.9": 5, "0.85": 3})
+    write_table1_run(tmp_path, "fedavg", 50, {"0.9": 9, "0.85": 22})
+    write_table1_run(tmp_path, "fedprox", 50, {}, status="diverged", accuracy=[0.6, float("nan")])
+    write_table1_run(tmp_path, "fedcurv", 10, {"0.95": 99, "0.9": 35, "0.85": 27})
     # fedcurv_e10_fedprox and fedcurv_e10_fedavg are not written: "not run".
-    _, out = build(workdir)
+    _, out = build(tmp_path)
     rows = read_csv(out / "table1.csv")
     assert [r["algorithm"].split(",")[0] for r in rows] == ["FedCurv", "FedProx", "FedAvg"]
     assert len(rows[0]) == 1 + 2 * 3 * 3
@@ -247,10 +266,10 @@ def test_table1_cells_with_one_seed_ours_paper_diff(workdir):
     assert "4 run(s) with 1 seed(s)" in markdown
 
 
-def test_table1_cells_with_three_seeds_are_mean_sd_n(workdir):
-    write_table1_run(workdir, "fedcurv", 50, [{"0.9": 5, "0.85": 3}, {"0.9": 7, "0.85": 3}, {"0.9": 9, "0.85": 4}])
-    write_table1_run(workdir, "fedavg", 50, [{"0.9": 20}, {}, {"0.9": 30}])
-    _, out = build(workdir)
+def test_table1_cells_with_three_seeds_are_mean_sd_n(tmp_path):
+    write_table1_run(tmp_path, "fedcurv", 50, [{"0.9": 5, "0.85": 3}, {"0.9": 7, "0.85": 3}, {"0.9": 9, "0.85": 4}])
+    write_table1_run(tmp_path, "fedavg", 50, [{"0.9": 20}, {}, {"0.9": 30}])
+    _, out = build(tmp_path)
     rows = read_csv(out / "table1.csv")
     curv = table1_row(rows, "fedcurv")
     assert curv["E=50 90% ours"] == "7.0 ± 2.0 (n=3)"  # 5, 7, 9
@@ -264,12 +283,12 @@ def test_table1_cells_with_three_seeds_are_mean_sd_n(workdir):
     assert "2 run(s) with 3 seed(s)" in (out / "table1.md").read_text()
 
 
-def test_table1_has_no_diff_where_the_setting_is_not_the_papers(workdir):
+def test_table1_has_no_diff_where_the_setting_is_not_the_papers(tmp_path):
     scaled = {"local_epochs": {"paper": 50, "used": 5}, "model": {"paper": "cnn_mnist", "used": "mlp_200"}}
-    write_table1_run(workdir, "fedcurv", 50, {"0.9": 5}, scaled=scaled)
+    write_table1_run(tmp_path, "fedcurv", 50, {"0.9": 5}, scaled=scaled)
     # Not scaled, but another μ than the paper's at E = 10 (1e-5): no difference either.
-    write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.00025}, 10, {"0.9": 40})
-    _, out = build(workdir, profile="default")
+    write_run(tmp_path, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.00025}, 10, {"0.9": 40})
+    _, out = build(tmp_path, profile="default")
     rows = read_csv(out / "table1.csv")
     curv = table1_row(rows, "fedcurv")
     assert (curv["E=50 90% ours"], curv["E=50 90% paper"], curv["E=50 90% diff"]) == ("5 (n=1)", "9", NO_DIFF)
@@ -281,28 +300,28 @@ def test_table1_has_no_diff_where_the_setting_is_not_the_papers(workdir):
     assert f"{NO_DIFF} = our setting differs" in markdown
 
 
-def test_a_scaled_block_that_repeats_the_papers_value_is_not_called_a_scaling(workdir):
+def test_a_scaled_block_that_repeats_the_papers_value_is_not_called_a_scaling(tmp_path):
     # A scaled block may repeat the paper's value (one that overrides an inherited scaling, say).
     scaled = {"local_epochs": {"paper": 50, "used": 50}, "model": {"paper": "cnn_mnist", "used": "mlp_200"}}
-    write_table1_run(workdir, "fedcurv", 50, {"0.9": 5}, scaled=scaled)
-    _, out = build(workdir, profile="default")
+    write_table1_run(tmp_path, "fedcurv", 50, {"0.9": 5}, scaled=scaled)
+    _, out = build(tmp_path, profile="default")
     markdown = (out / "table1.md").read_text()
     assert "scaled (default profile) for 1 run(s): model cnn_mnist -> mlp_200\n" in markdown
     assert "local_epochs 50 -> 50" not in markdown
 
 
-def test_a_run_whose_scaled_block_only_repeats_the_papers_values_is_compared_with_the_paper(workdir):
-    write_table1_run(workdir, "fedcurv", 50, {"0.9": 5}, scaled={"local_epochs": {"paper": 50, "used": 50}})
-    _, out = build(workdir, profile="default")
+def test_a_run_whose_scaled_block_only_repeats_the_papers_values_is_compared_with_the_paper(tmp_path):
+    write_table1_run(tmp_path, "fedcurv", 50, {"0.9": 5}, scaled={"local_epochs": {"paper": 50, "used": 50}})
+    _, out = build(tmp_path, profile="default")
     curv = table1_row(read_csv(out / "table1.csv"), "fedcurv")
     assert (curv["E=50 90% ours"], curv["E=50 90% paper"], curv["E=50 90% diff"]) == ("5 (n=1)", "9", "-4")
 
 
-def test_table1_labels_come_from_the_runs_settings(workdir):
-    write_run(workdir, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 5})
-    write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.003}, 10, {"0.9": 5})
-    write_run(workdir, "fedcurv_e50_fedcurv", {"name": "fedcurv", "lambda": 0.5}, 50, {"0.9": 5})
-    _, out = build(workdir)
+def test_table1_labels_come_from_the_runs_settings(tmp_path):
+    write_run(tmp_path, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 5})
+    write_run(tmp_path, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 0.003}, 10, {"0.9": 5})
+    write_run(tmp_path, "fedcurv_e50_fedcurv", {"name": "fedcurv", "lambda": 0.5}, 50, {"0.9": 5})
+    _, out = build(tmp_path)
     labels = [r["algorithm"] for r in read_csv(out / "table1.csv")]
     assert labels[1] == "FedProx, μ = 0.00025 (E = 50) / μ = 0.003 (E = 10)"
     # FedCurv's E = 10 run is absent: the paper's λ, marked so.
@@ -310,10 +329,10 @@ def test_table1_labels_come_from_the_runs_settings(workdir):
     assert labels[2] == "FedAvg"
 
 
-def test_table1_ignores_runs_of_other_papers_and_of_none(workdir):
-    write_run(workdir, "fedcurv_e50_fedcurv", ALGORITHMS["fedcurv"], 50, {"0.9": 5}, paper="importance")
-    write_run(workdir, "fedcurv_e50_fedavg", ALGORITHMS["fedavg"], 50, {"0.9": 5}, paper=None)
-    _, out = build(workdir)
+def test_table1_ignores_runs_of_other_papers_and_of_none(tmp_path):
+    write_run(tmp_path, "fedcurv_e50_fedcurv", ALGORITHMS["fedcurv"], 50, {"0.9": 5}, paper="importance")
+    write_run(tmp_path, "fedcurv_e50_fedavg", ALGORITHMS["fedavg"], 50, {"0.9": 5}, paper=None)
+    _, out = build(tmp_path)
     rows = read_csv(out / "table1.csv")
     assert table1_row(rows, "fedcurv")["E=50 90% ours"] == "not run"
     assert table1_row(rows, "fedavg")["E=50 90% ours"] == "not run"
@@ -338,12 +357,12 @@ def table1_runs(root: Path, rounds_to_90: dict) -> None:
 
 # ---------------------------------------------------------------- figures
 
-def test_figures_are_pngs(workdir):
-    write_table1_run(workdir, "fedcurv", 50, {"0.9": 2}, accuracy=[0.7, 0.9, 0.95])
-    write_table1_run(workdir, "fedavg", 50, {}, accuracy=[0.6, 0.7, 0.8], seeds=3)
-    write_table1_run(workdir, "fedprox", 50, {}, status="diverged", accuracy=[0.6])
-    write_table1_run(workdir, "fedcurv", 10, {"0.9": 3})
-    _, out = build(workdir)
+def test_figures_are_pngs(tmp_path):
+    write_table1_run(tmp_path, "fedcurv", 50, {"0.9": 2}, accuracy=[0.7, 0.9, 0.95])
+    write_table1_run(tmp_path, "fedavg", 50, {}, accuracy=[0.6, 0.7, 0.8], seeds=3)
+    write_table1_run(tmp_path, "fedprox", 50, {}, status="diverged", accuracy=[0.6])
+    write_table1_run(tmp_path, "fedcurv", 10, {"0.9": 3})
+    _, out = build(tmp_path)
     from PIL import Image
 
     for name in ("figure1.png", "figure2.png"):
@@ -355,17 +374,17 @@ def test_figures_are_pngs(workdir):
             assert image.format == "PNG" and image.size == (600, 400), name
 
 
-def test_figure_legends_come_from_the_runs_settings(workdir, monkeypatch):
+def test_figure_legends_come_from_the_runs_settings(tmp_path, monkeypatch):
     drawn = {}
     monkeypatch.setattr(fedcurv, "plot_curves",
                         lambda path, title, series, *args, **kwargs: drawn.setdefault(path.name, series))
     # The E = 10 FedProx run used μ = 1e-5 (not E = 50's 0.00025), with three seeds, one diverged.
     for seed in range(3):
-        write_run(workdir, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 1e-5}, 10, {"0.9": 4}, seed=seed,
+        write_run(tmp_path, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 1e-5}, 10, {"0.9": 4}, seed=seed,
                   status="diverged" if seed == 1 else "ok")
-    write_run(workdir, "fedcurv_e10_fedcurv", {"name": "fedcurv", "lambda": 0.5}, 10, {"0.9": 4})
-    write_run(workdir, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 4})
-    build(workdir)
+    write_run(tmp_path, "fedcurv_e10_fedcurv", {"name": "fedcurv", "lambda": 0.5}, 10, {"0.9": 4})
+    write_run(tmp_path, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 4})
+    build(tmp_path)
     assert [label for label, _ in drawn["figure2.png"]] == ["FedCurv, λ = 0.5", "FedProx, μ = 1e-05"]
     assert [label for label, _ in drawn["figure1.png"]] == ["FedProx, μ = 0.00025"]
     from pipeline.report.common import mean_curve, seeds_label
@@ -376,8 +395,8 @@ def test_figure_legends_come_from_the_runs_settings(workdir, monkeypatch):
     assert rounds == [1, 2, 3] and mean == pytest.approx([0.6, 0.8, 0.9])
 
 
-def test_figures_without_any_run(workdir):
-    _, out = build(workdir, keys=[])
+def test_figures_without_any_run(tmp_path):
+    _, out = build(tmp_path, keys=[])
     for name in ("figure1.png", "figure2.png"):
         assert (out / name).read_bytes()[:8] == PNG_SIGNATURE
 

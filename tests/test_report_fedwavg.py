@@ -12,7 +12,7 @@ import yaml
 from pipeline.report import fedwavg
 from pipeline.report.common import RunResult, SeededRun, load_results
 from pipeline.report.seeds import HELD, PAIRED, WELCH, compare
-from test_report import PNG_SIGNATURE, write_run
+from test_report import PNG_SIGNATURE, report_context, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = yaml.safe_load((ROOT / "pipeline" / "report" / "published.yaml").read_text())["fedwavg"]
@@ -56,26 +56,16 @@ def counts(minority, majority, clients=(2, 8)):
     return [minority] * clients[0] + [majority] * (sum(clients) - clients[0])
 
 
-@pytest.fixture
-def workspace(tmp_path, monkeypatch):
-    """An empty project folder with the test partitions, the report reading its runs."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"partitions": PARTITIONS}))
-    fedwavg.partition_settings.__globals__["params_partitions"].cache_clear()
-    monkeypatch.setattr(fedwavg, "RUNS_DIR", tmp_path / "reports" / "runs")
-    return tmp_path
-
-
 def build(root: Path, keys: list[str]) -> tuple[dict, dict]:
-    """The runs `keys` as the report loads them, and the claims the report builds on them."""
-    results = load_results(keys, root / "reports" / "runs")
-    claims = fedwavg.build(results, PUBLISHED, root / "reports" / "fedwavg", "default")
+    """The runs `keys` under root as the report loads them (with the test partitions), and the claims the
+    report builds on them."""
+    results = load_results(keys, root / "reports" / "runs", PARTITIONS)
+    claims = fedwavg.build(report_context(root, "fedwavg", results, PUBLISHED))
     return results, {c.id: c for c in claims}
 
 
 @pytest.fixture
-def built(workspace):
-    tmp_path = workspace
+def built(tmp_path):
     # Table 2: 20 of the paper's 100 rounds; the paper's round 10 is our round 2, its 100 our 20 (read over
     # rounds 19-20 by the claim).
     write_fedwavg_run(tmp_path, "aa", "c28", {"name": "fedavg"}, 20, 100, [[0.5, 0.5], [0.5, 0.5]],
@@ -239,13 +229,13 @@ def test_the_papers_round_is_read_at_the_same_fraction_of_its_own_experiment(pap
     assert fedwavg.experiment_round(paper_round, experiment_rounds, run_rounds) == ours
 
 
-def test_tables_6_to_8_map_by_the_500_round_experiment_and_tables_2_3_by_the_100_round_one(workspace):
+def test_tables_6_to_8_map_by_the_500_round_experiment_and_tables_2_3_by_the_100_round_one(tmp_path):
     # a 20-round stand-in for the 1000-round run and a 10-round one for Table 2's 100 rounds; every round counted
     every_round = [{r: counts(100 + r, 0) for r in range(1, 21)}]
-    write_fedwavg_run(workspace, "long", "c28", FEDWAVG, 20, 1000, [[0.5] * 20], forgettable=every_round)
-    write_fedwavg_run(workspace, "t2", "c28", {"name": "fedavg"}, 10, 100, [[0.5] * 10], forgettable=every_round)
-    build(workspace, ["long", "t2"])
-    folder = workspace / "reports" / "fedwavg"
+    write_fedwavg_run(tmp_path, "long", "c28", FEDWAVG, 20, 1000, [[0.5] * 20], forgettable=every_round)
+    write_fedwavg_run(tmp_path, "t2", "c28", {"name": "fedavg"}, 10, 100, [[0.5] * 10], forgettable=every_round)
+    build(tmp_path, ["long", "t2"])
+    folder = tmp_path / "reports" / "fedwavg"
     table8 = {row[0]: row for row in rows(folder / "table8_fedwavg.md")}
     # 100, 200, ..., 500 of 500 -> 4, 8, 12, 16, 20 of 20; the minority's count there is 100 + round of 300
     assert [table8[r][1] for r in ("100", "200", "300", "400", "500")] == ["4 (n=1)", "8 (n=1)", "12 (n=1)",
@@ -286,12 +276,12 @@ def write_halving_runs(root: Path, fedwavg_odd: int, fedwavg_even: int) -> None:
                           forgettable=[see_saw(odd + j, even + j, majority=10) for j in jitter])
 
 
-def test_halving_read_at_one_round_and_over_the_period_disagree_and_the_period_decides(workspace):
+def test_halving_read_at_one_round_and_over_the_period_disagree_and_the_period_decides(tmp_path):
     """FedWAvg's minority at 285 + j on odd rounds, 150 + j on even ones. The paper's round 200 of 500 is our
     8 of 20. At round 8 alone FedWAvg's share is 50.0, 51.0, 49.3 %, under 0.6 × FedAvg's 92.0, 93.0, 91.3 =
     55.2, 55.8, 54.8: a halving. Over the period (rounds 7-8) it is 72.5, 73.5, 71.8 %: above them, failed."""
-    write_halving_runs(workspace, 285, 150)
-    results, claims = build(workspace, ["avg", "prox", "wavg"])
+    write_halving_runs(tmp_path, 285, 150)
+    results, claims = build(tmp_path, ["avg", "prox", "wavg"])
     halves = claims["t8_halves"]
     assert halves.status == "failed", halves.evidence
     assert halves.test == PAIRED and halves.unit
@@ -309,9 +299,9 @@ def test_halving_read_at_one_round_and_over_the_period_disagree_and_the_period_d
 @pytest.mark.parametrize("odd, even, status", [(150, 120, "held"),   # (50 + 40) / 2 = 45 % < 55.2
                                                (200, 200, "failed"),  # 66.7 %: lower, but no halving
                                                (140, 140, "held")])   # 46.7 %
-def test_halving_means_at_most_six_tenths_over_the_period(workspace, odd, even, status):
-    write_halving_runs(workspace, odd, even)
-    _, claims = build(workspace, ["avg", "prox", "wavg"])
+def test_halving_means_at_most_six_tenths_over_the_period(tmp_path, odd, even, status):
+    write_halving_runs(tmp_path, odd, even)
+    _, claims = build(tmp_path, ["avg", "prox", "wavg"])
     assert claims["t8_halves"].status == status, claims["t8_halves"].evidence
 
 
@@ -335,9 +325,9 @@ def write_long_trio(root: Path, averages: dict, seeds: dict | None = None) -> No
     # 15, 16.5, 13.5 points: around the lower end, not separated from it -> inconclusive
     ([65, 66.5, 63.5], [50, 50, 50], [50, 50, 50], "inconclusive"),
 ])
-def test_around_20_percent_better_is_read_in_points_with_15_as_its_lower_end(workspace, wavg, avg, prox, status):
-    write_long_trio(workspace, {"wavg": wavg, "avg": avg, "prox": prox})
-    _, claims = build(workspace, ["wavg", "avg", "prox"])
+def test_around_20_percent_better_is_read_in_points_with_15_as_its_lower_end(tmp_path, wavg, avg, prox, status):
+    write_long_trio(tmp_path, {"wavg": wavg, "avg": avg, "prox": prox})
+    _, claims = build(tmp_path, ["wavg", "avg", "prox"])
     better = claims["fig2_better"]
     assert better.status == status, better.evidence
     assert "percentage points" in better.text and "at least 15 points" in better.text
@@ -350,18 +340,16 @@ def test_around_20_percent_better_is_read_in_points_with_15_as_its_lower_end(wor
         assert better.power
 
 
-def test_shared_seeds_are_paired_and_different_seeds_fall_back_to_welch(workspace, tmp_path_factory):
+def test_shared_seeds_are_paired_and_different_seeds_fall_back_to_welch(tmp_path, tmp_path_factory):
     """FedWAvg 70, 80, 60; FedAvg and FedProx 50, 61, 40 (+ 15 = 65, 76, 55). Paired by seed the differences
     are 5, 4, 5 (mean 4.67, sd 0.58, t = 14, p = 0.005): held. On other seeds (3, 4, 5) Welch sees means 70
     and 65.3 with sds of 10 and 10.5 (t = 0.56): inconclusive."""
     values = {"wavg": [70, 80, 60], "avg": [50, 61, 40], "prox": [50, 61, 40]}
-    write_long_trio(workspace, values)
-    _, claims = build(workspace, ["wavg", "avg", "prox"])
+    write_long_trio(tmp_path, values)
+    _, claims = build(tmp_path, ["wavg", "avg", "prox"])
     assert claims["fig2_better"].status == "held" and claims["fig2_better"].test == PAIRED
     other = tmp_path_factory.mktemp("other")
-    (other / "params.yaml").write_text(yaml.safe_dump({"partitions": PARTITIONS}))
     write_long_trio(other, values, seeds={"avg": [3, 4, 5], "prox": [3, 4, 5]})
-    fedwavg.RUNS_DIR = other / "reports" / "runs"  # restored by the workspace fixture's monkeypatch
     _, claims = build(other, ["wavg", "avg", "prox"])
     assert claims["fig2_better"].status == "inconclusive" and claims["fig2_better"].test == WELCH
 
@@ -383,11 +371,11 @@ def test_top_average_gap_by_hand():
     # Average 57.5: gap 22.5): FedWAvg changes more between rounds, yet its Top - Average gap is smaller
     ([[0.6, 0.7 + s / 100] * 5 for s in range(3)], [[0.35 + 0.05 * k for k in range(10)]] * 3, "failed"),
 ])
-def test_the_oscillation_claim_is_the_gap_between_top_and_average(workspace, wavg, other, status):
-    write_fedwavg_run(workspace, "wavg", "c28", FEDWAVG, 10, 1000, wavg)
-    write_fedwavg_run(workspace, "avg", "c28", {"name": "fedavg"}, 10, 1000, other)
-    write_fedwavg_run(workspace, "prox", "c28", FEDPROX, 10, 1000, other)
-    _, claims = build(workspace, ["wavg", "avg", "prox"])
+def test_the_oscillation_claim_is_the_gap_between_top_and_average(tmp_path, wavg, other, status):
+    write_fedwavg_run(tmp_path, "wavg", "c28", FEDWAVG, 10, 1000, wavg)
+    write_fedwavg_run(tmp_path, "avg", "c28", {"name": "fedavg"}, 10, 1000, other)
+    write_fedwavg_run(tmp_path, "prox", "c28", FEDPROX, 10, 1000, other)
+    _, claims = build(tmp_path, ["wavg", "avg", "prox"])
     oscillates = claims["fig2_oscillates"]
     assert oscillates.status == status, oscillates.evidence
     assert "Top − Average" in oscillates.evidence and oscillates.test == PAIRED
@@ -405,14 +393,14 @@ def test_file_is_prefix(tmp_path):
 
 
 @pytest.mark.parametrize("t2_curve, one_training", [([0.5, 0.6], True), ([0.5, 0.61], False)])
-def test_table2_says_when_it_is_the_start_of_table_6s_run(workspace, t2_curve, one_training):
+def test_table2_says_when_it_is_the_start_of_table_6s_run(tmp_path, t2_curve, one_training):
     curve, forgettable = [0.5, 0.6, 0.7, 0.8], {r: counts(280 - r, 5) for r in range(1, 5)}
-    write_fedwavg_run(workspace, "long", "c28", {"name": "fedavg"}, 4, 1000, [curve] * 2, forgettable=[forgettable] * 2)
-    write_fedwavg_run(workspace, "t2", "c28", {"name": "fedavg"}, 2, 100, [t2_curve] * 2,
+    write_fedwavg_run(tmp_path, "long", "c28", {"name": "fedavg"}, 4, 1000, [curve] * 2, forgettable=[forgettable] * 2)
+    write_fedwavg_run(tmp_path, "t2", "c28", {"name": "fedavg"}, 2, 100, [t2_curve] * 2,
                       forgettable=[{r: forgettable[r] for r in (1, 2)}] * 2)
-    build(workspace, ["long", "t2"])
+    build(tmp_path, ["long", "t2"])
     for name in ("table2.md", "table6_fedavg.md"):
-        text = (workspace / "reports" / "fedwavg" / name).read_text()
+        text = (tmp_path / "reports" / "fedwavg" / name).read_text()
         assert "its text describes two experiments" in text
         said = "in this profile they are one training: t2 is the first 2 rounds of long byte for byte"
         assert (said in text) == one_training and ("two trainings too" in text) != one_training
@@ -434,11 +422,11 @@ def test_the_grids_best_is_the_highest_mean_top_and_keeps_ties():
     assert fedwavg.grid_best({0.1: run([0.5, 0.9])}) == [0.1] and fedwavg.grid_best({}) == []
 
 
-def test_freezing_that_helps_by_ten_points_or_more_fails_the_claim(workspace):
+def test_freezing_that_helps_by_ten_points_or_more_fails_the_claim(tmp_path):
     # two rounds: the last 30 % is round 2 alone: 50.0 / 50.5 against 70.0 / 70.6
-    write_fedwavg_run(workspace, "plain", "c28", FEDWAVG, 2, 1000, [[0.5, 0.5], [0.5, 0.505]])
-    write_fedwavg_run(workspace, "frozen", "c28", FEDWAVG, 2, 1000, [[0.7, 0.7], [0.7, 0.706]], freeze="classifier")
-    _, claims = build(workspace, ["plain", "frozen"])
+    write_fedwavg_run(tmp_path, "plain", "c28", FEDWAVG, 2, 1000, [[0.5, 0.5], [0.5, 0.505]])
+    write_fedwavg_run(tmp_path, "frozen", "c28", FEDWAVG, 2, 1000, [[0.7, 0.7], [0.7, 0.706]], freeze="classifier")
+    _, claims = build(tmp_path, ["plain", "frozen"])
     freeze = claims["fig3_freeze"]
     assert freeze.status == "failed"  # helps by 20 points
     assert len(freeze.comparisons) == 2

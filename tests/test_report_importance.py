@@ -16,7 +16,7 @@ from pipeline.report import importance
 from pipeline.report.common import NO_DIFF, load_results
 
 from helpers import require_paper
-from test_report import PNG_SIGNATURE, write_run
+from test_report import PNG_SIGNATURE, report_context, write_run
 
 PAPER_TEXT = Path(__file__).resolve().parents[1].parent / "shared" / "papers" / "001_e1a0123f838a5f6e.txt"
 PUBLISHED = yaml.safe_load(Path(importance.__file__).with_name("published.yaml").read_text())["importance"]
@@ -132,11 +132,12 @@ def textbook_paired_p(differences: list[float]) -> float:
 
 
 def load_all(root: Path) -> dict:
-    return load_results(sorted(p.name for p in (root / "reports" / "runs").iterdir()))
+    runs_dir = root / "reports" / "runs"
+    return load_results(sorted(p.name for p in runs_dir.iterdir()), runs_dir)
 
 
 def build(root: Path, profile: str = "default") -> dict:
-    claims = importance.build(load_all(root), PUBLISHED, Path("reports/importance"), profile)
+    claims = importance.build(report_context(root, "importance", load_all(root), PUBLISHED, profile))
     return {c.id: c for c in claims}
 
 
@@ -149,13 +150,13 @@ OURS = {"name": "importance", "lambda": 1000.0, "penalty": "ewc", "aggregation":
 FEDAVG = {"name": "fedavg"}
 
 
-def test_tables_with_one_seed_put_ours_beside_the_paper_and_every_claim_is_inconclusive(workdir):
+def test_tables_with_one_seed_put_ours_beside_the_paper_and_every_claim_is_inconclusive(tmp_path):
     curve = [0.5] * 9 + [0.6] + [0.8] * 85 + [0.9] * 5  # 100 rounds; 60 % after round 10, 90 % from round 96
-    write(workdir, "importance_mnist_mlp_fedavg", FEDAVG, curve)
-    write(workdir, "importance_mnist_mlp_ours_lambda_1e3", OURS, [a + 0.01 for a in curve])
-    write(workdir, "importance_mnist_mlp_ours", {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged")
-    claims = build(workdir)
-    out = workdir / "reports" / "importance"
+    write(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, curve)
+    write(tmp_path, "importance_mnist_mlp_ours_lambda_1e3", OURS, [a + 0.01 for a in curve])
+    write(tmp_path, "importance_mnist_mlp_ours", {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged")
+    claims = build(tmp_path)
+    out = tmp_path / "reports" / "importance"
 
     table1 = {r["method"]: r for r in rows_of(out / "table1.csv")}
     fedavg = table1["FedAvg"]
@@ -199,56 +200,56 @@ def test_tables_with_one_seed_put_ours_beside_the_paper_and_every_claim_is_incon
     assert claims["mnist-cnn-ours-beats-fedavg"].status == "not run"
 
 
-def test_tables_with_three_seeds_show_mean_sd_n(workdir):
-    write_seeds(workdir, "importance_mnist_mlp_fedavg", FEDAVG, steady(0.85, 0.86, 0.87))
-    write_seeds(workdir, "importance_mnist_mlp_ours_lambda_1e3", OURS,
+def test_tables_with_three_seeds_show_mean_sd_n(tmp_path):
+    write_seeds(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, steady(0.85, 0.86, 0.87))
+    write_seeds(tmp_path, "importance_mnist_mlp_ours_lambda_1e3", OURS,
                 steady(0.90, 0.91, 0.92)[:2] + [[0.5, float("nan")]], status="ok")
-    claims = build(workdir)
-    table1 = {r["method"]: r for r in rows_of(workdir / "reports/importance/table1.csv")}
+    claims = build(tmp_path)
+    table1 = {r["method"]: r for r in rows_of(tmp_path / "reports/importance/table1.csv")}
     assert table1["FedAvg"]["mnist mlp ours"] == "86.00 ± 1.00 (n=3)"
     assert table1["FedAvg"]["mnist mlp last round"] == "86.00 ± 1.00 (n=3)"
     assert table1["FedAvg"]["mnist mlp diff"] == "0.30"  # 86.00 − 85.70
-    assert "1 run(s) with 2 seed(s)" not in (workdir / "reports/importance/table1.md").read_text()
-    assert "2 run(s) with 3 seed(s)" in (workdir / "reports/importance/table1.md").read_text()
+    assert "1 run(s) with 2 seed(s)" not in (tmp_path / "reports/importance/table1.md").read_text()
+    assert "2 run(s) with 3 seed(s)" in (tmp_path / "reports/importance/table1.md").read_text()
     # A seed whose curve ends in NaN has no last-k mean: only some seeds of a side: inconclusive.
     assert claims["mnist-mlp-ours-beats-fedavg"].status == "inconclusive"
     assert claims["mnist-mlp-ours-beats-fedavg"].seeds == "3 vs 3"
 
 
-def test_a_diverged_seed_is_nc_with_how_many(workdir):
-    write_seeds(workdir, "importance_mnist_mlp_fedavg", FEDAVG, steady(0.85, 0.86))
-    write(workdir, "importance_mnist_mlp_fedavg", FEDAVG, [0.5, float("nan")], status="diverged", seed=2)
-    build(workdir)
-    fedavg = {r["method"]: r for r in rows_of(workdir / "reports/importance/table1.csv")}["FedAvg"]
+def test_a_diverged_seed_is_nc_with_how_many(tmp_path):
+    write_seeds(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, steady(0.85, 0.86))
+    write(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, [0.5, float("nan")], status="diverged", seed=2)
+    build(tmp_path)
+    fedavg = {r["method"]: r for r in rows_of(tmp_path / "reports/importance/table1.csv")}["FedAvg"]
     assert fedavg["mnist mlp ours"] == "NC (1 of 3 diverged)"
     assert fedavg["mnist mlp diff"] == "NC"
 
 
-def test_a_run_scaled_to_fewer_rounds_is_not_reached_and_has_no_diff(workdir):
-    write(workdir, "importance_mnist_cnn_fedavg", FEDAVG, [0.5 + 0.02 * r for r in range(10)],
+def test_a_run_scaled_to_fewer_rounds_is_not_reached_and_has_no_diff(tmp_path):
+    write(tmp_path, "importance_mnist_cnn_fedavg", FEDAVG, [0.5 + 0.02 * r for r in range(10)],
           scaled={"rounds": {"paper": 100, "used": 10}, "local_epochs": {"paper": 10, "used": 1}},
           extra={"rounds": 10})
-    importance.build(load_results(["importance_mnist_cnn_fedavg"]), PUBLISHED, Path("reports/importance"), "default")
-    row = {r["method"]: r for r in rows_of(workdir / "reports/importance/table3.csv")}["FedAvg"]
+    build(tmp_path)
+    row = {r["method"]: r for r in rows_of(tmp_path / "reports/importance/table3.csv")}["FedAvg"]
     assert row["10 rounds cnn ours"] == "64.00 (n=1)"  # rounds 6-10: 60, 62, 64, 66, 68
     assert row["10 rounds cnn last round"] == "68.00 (n=1)"
     assert (row["10 rounds cnn paper"], row["10 rounds cnn diff"]) == ("61.94", NO_DIFF)  # E = 1, not the paper's 10
     assert row["100 rounds cnn ours"] == "not reached"
 
 
-def test_a_run_scaled_to_fewer_rounds_is_not_reached_even_when_a_seed_diverged(workdir):
+def test_a_run_scaled_to_fewer_rounds_is_not_reached_even_when_a_seed_diverged(tmp_path):
     # Seed 1 diverged in round 2: the 100-round column is still "not reached" (the run stops at 10), not
     # "NC (2 of 2 diverged)" as when the check looked at the curve's last round.
     scaled = {"rounds": {"paper": 100, "used": 10}, "local_epochs": {"paper": 10, "used": 1}}
-    write(workdir, "importance_mnist_cnn_fedavg", FEDAVG, [0.5 + 0.02 * r for r in range(10)], scaled=scaled,
+    write(tmp_path, "importance_mnist_cnn_fedavg", FEDAVG, [0.5 + 0.02 * r for r in range(10)], scaled=scaled,
           extra={"rounds": 10})
-    write(workdir, "importance_mnist_cnn_fedavg", FEDAVG, [0.5, float("nan")], status="diverged", seed=1,
+    write(tmp_path, "importance_mnist_cnn_fedavg", FEDAVG, [0.5, float("nan")], status="diverged", seed=1,
           scaled=scaled, extra={"rounds": 10})
-    importance.build(load_results(["importance_mnist_cnn_fedavg"]), PUBLISHED, Path("reports/importance"), "default")
-    row = {r["method"]: r for r in rows_of(workdir / "reports/importance/table3.csv")}["FedAvg"]
+    build(tmp_path)
+    row = {r["method"]: r for r in rows_of(tmp_path / "reports/importance/table3.csv")}["FedAvg"]
     assert row["100 rounds cnn ours"] == "not reached"
     assert row["10 rounds cnn ours"] == "NC (1 of 2 diverged)"
-    markdown = (workdir / "reports/importance/table3.md").read_text()
+    markdown = (tmp_path / "reports/importance/table3.md").read_text()
     assert "local_epochs 10 -> 1, rounds 100 -> 10" in markdown and f"{NO_DIFF} = our setting differs" in markdown
 
 
@@ -262,14 +263,14 @@ def write_ablation(root, finals: dict[str, tuple]):
         write_seeds(root, f"importance_mnist_mlp_{suffix}", ABLATION_RUNS[suffix], steady(*per_seed))
 
 
-def test_ablation_claims_held_when_the_full_method_is_separated_from_every_other(workdir):
+def test_ablation_claims_held_when_the_full_method_is_separated_from_every_other(tmp_path):
     # Ours − each other method per seed, in points: FedAvg 7, 6.5, 7.5; FedProx 8, 7.5, 8.5; EWC 9, 8.5,
     # 9.5 (each mean m, sd 0.5: t = m / (0.5 / sqrt(3))); the weighted average 4, 3.5, 4 (mean 23/6, sd
     # 0.5/sqrt(3), t = 23, p = 0.0019). Never the same difference on every seed: each is a paired t-test.
-    write_ablation(workdir, {"fedavg": (0.85, 0.86, 0.84), "fedprox": (0.84, 0.85, 0.83),
+    write_ablation(tmp_path, {"fedavg": (0.85, 0.86, 0.84), "fedprox": (0.84, 0.85, 0.83),
                              "ewc_lambda_1e3": (0.83, 0.84, 0.82), "weighted": (0.88, 0.89, 0.875),
                              "ours_lambda_1e3": (0.92, 0.925, 0.915), "rwalk_lambda_1e3": (0.95, 0.96, 0.94)})
-    claims = build(workdir)
+    claims = build(tmp_path)
     best = claims["mnist-mlp-full-method-best"]
     assert best.status == "held" and best.seeds == "ours 3 vs 3, 3, 3, 3"
     assert "ours 92.00 ± 0.50 (n=3)" in best.evidence
@@ -286,51 +287,51 @@ def test_ablation_claims_held_when_the_full_method_is_separated_from_every_other
     assert claims["cifar-ours-beats-fedavg-every-rate"].status == "not run"
 
 
-def test_best_of_ablation_is_inconclusive_when_the_runner_up_is_not_separated(workdir):
+def test_best_of_ablation_is_inconclusive_when_the_runner_up_is_not_separated(tmp_path):
     # Ours above the weighted average on seeds 0 and 2, below on seed 1: per-seed differences 0.5, −0.66,
     # 0.58 points; mean 0.14, sd 0.694, t = 0.349 with 2 df: p = 1 − t / sqrt(2 + t²) = 0.760.
-    write_ablation(workdir, {"fedavg": (0.50, 0.51, 0.52), "fedprox": (0.50, 0.51, 0.52),
+    write_ablation(tmp_path, {"fedavg": (0.50, 0.51, 0.52), "fedprox": (0.50, 0.51, 0.52),
                              "ewc_lambda_1e3": (0.50, 0.51, 0.52), "weighted": (0.58, 0.6374, 0.69),
                              "ours_lambda_1e3": (0.585, 0.6308, 0.6958)})
-    best = build(workdir)["mnist-mlp-full-method-best"]
+    best = build(tmp_path)["mnist-mlp-full-method-best"]
     assert best.status == "inconclusive"
     assert "weighted: inconclusive (paired t-test over 3 seeds: p = 0.76 (not < 0.05))" in best.evidence
     # The power line measures the one undecided comparison: d = 0.14 / 0.694 = 0.20.
     assert best.power.startswith("effect +0.14 points (paired sd 0.694, d = +0.20)")
 
 
-def test_best_of_ablation_fails_when_another_method_is_separated_above(workdir):
-    write_ablation(workdir, {"fedavg": (0.85, 0.86, 0.84), "fedprox": (0.84, 0.85, 0.83),
+def test_best_of_ablation_fails_when_another_method_is_separated_above(tmp_path):
+    write_ablation(tmp_path, {"fedavg": (0.85, 0.86, 0.84), "fedprox": (0.84, 0.85, 0.83),
                              "ewc_lambda_1e3": (0.86, 0.87, 0.85), "weighted": (0.93, 0.935, 0.925),
                              "ours_lambda_1e3": (0.88, 0.89, 0.87)})
-    assert build(workdir)["mnist-mlp-full-method-best"].status == "failed"
+    assert build(tmp_path)["mnist-mlp-full-method-best"].status == "failed"
 
 
-def test_an_eleven_point_spread_across_seeds_is_separated_when_paired_by_seed(workdir):
+def test_an_eleven_point_spread_across_seeds_is_separated_when_paired_by_seed(tmp_path):
     # Ours is 5.6 points above FedAvg on every seed while each run's seeds spread over 11 points: seed
     # by seed (the same initial model and clients) the differences are 5.6, 5.6, 5.56.
-    write_seeds(workdir, "importance_mnist_cnn_fedavg", FEDAVG, steady(0.53, 0.5848, 0.64))
-    write_seeds(workdir, "importance_mnist_cnn_ours", {**OURS, "lambda": 10.0}, steady(0.586, 0.6408, 0.6956))
-    claim = build(workdir)["mnist-cnn-ours-beats-fedavg"]
+    write_seeds(tmp_path, "importance_mnist_cnn_fedavg", FEDAVG, steady(0.53, 0.5848, 0.64))
+    write_seeds(tmp_path, "importance_mnist_cnn_ours", {**OURS, "lambda": 10.0}, steady(0.586, 0.6408, 0.6956))
+    claim = build(tmp_path)["mnist-cnn-ours-beats-fedavg"]
     assert (claim.status, claim.test, claim.unit) == ("held", "paired t", "points")
     assert claim.comparisons[0].effect == pytest.approx(16.76 / 3)
 
 
-def test_an_eleven_point_spread_across_seeds_is_inconclusive_when_the_seeds_differ(workdir):
+def test_an_eleven_point_spread_across_seeds_is_inconclusive_when_the_seeds_differ(tmp_path):
     # The same values, FedAvg on seeds 3-5: no pairing, and Welch cannot see past the 11-point spread.
-    write_seeds(workdir, "importance_mnist_cnn_fedavg", FEDAVG, steady(0.53, 0.5848, 0.64), first_seed=3)
-    write_seeds(workdir, "importance_mnist_cnn_ours", {**OURS, "lambda": 10.0}, steady(0.586, 0.6408, 0.6956))
-    claim = build(workdir)["mnist-cnn-ours-beats-fedavg"]
+    write_seeds(tmp_path, "importance_mnist_cnn_fedavg", FEDAVG, steady(0.53, 0.5848, 0.64), first_seed=3)
+    write_seeds(tmp_path, "importance_mnist_cnn_ours", {**OURS, "lambda": 10.0}, steady(0.586, 0.6408, 0.6956))
+    claim = build(tmp_path)["mnist-cnn-ours-beats-fedavg"]
     assert (claim.status, claim.test) == ("inconclusive", "Welch t")
     assert "not < 0.05" in claim.evidence and "seeds 0, 1, 2 vs 3, 4, 5 differ" in claim.evidence
 
 
-def test_competitive_within_one_point_shifts_ours_by_the_margin(workdir):
-    write_seeds(workdir, "importance_cifar_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, steady(0.405, 0.406, 0.404))
-    write_seeds(workdir, "importance_cifar_mlp_ours", {**OURS, "lambda": 100.0}, steady(0.400, 0.402, 0.399))
-    write_seeds(workdir, "importance_cifar_cnn_fedprox", {"name": "fedprox", "mu": 0.005}, steady(0.43, 0.431, 0.429))
-    write_seeds(workdir, "importance_cifar_cnn_ours", {**OURS, "lambda": 10.0}, steady(0.40, 0.402, 0.399))
-    claims = build(workdir)
+def test_competitive_within_one_point_shifts_ours_by_the_margin(tmp_path):
+    write_seeds(tmp_path, "importance_cifar_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, steady(0.405, 0.406, 0.404))
+    write_seeds(tmp_path, "importance_cifar_mlp_ours", {**OURS, "lambda": 100.0}, steady(0.400, 0.402, 0.399))
+    write_seeds(tmp_path, "importance_cifar_cnn_fedprox", {"name": "fedprox", "mu": 0.005}, steady(0.43, 0.431, 0.429))
+    write_seeds(tmp_path, "importance_cifar_cnn_ours", {**OURS, "lambda": 10.0}, steady(0.40, 0.402, 0.399))
+    claims = build(tmp_path)
     # MLP: ours 40.0, 40.2, 39.9 is below FedProx's 40.5, 40.6, 40.4 on every seed, but shifted up by the
     # 1-point margin it is 0.5, 0.6, 0.5 above: mean 1.6/3, sd 0.1/sqrt(3), t = 16, p = 0.00388: held.
     mlp = claims["cifar-mlp-ours-competitive-with-fedprox"]
@@ -345,29 +346,29 @@ def test_competitive_within_one_point_shifts_ours_by_the_margin(workdir):
     assert textbook_paired_p([-2, -1.9, -2]) == pytest.approx(0.000287, abs=1e-6)
 
 
-def test_rounds_to_target_claims_across_seeds(workdir):
+def test_rounds_to_target_claims_across_seeds(tmp_path):
     reach = lambda first: [0.5] * (first - 1) + [0.86] * (12 - first)  # noqa: E731  first round at 85 %
-    write_seeds(workdir, "importance_mnist_mlp_ours_lambda_1e3", OURS, [reach(4), reach(5), reach(4)])
-    write_seeds(workdir, "importance_mnist_mlp_fedavg", FEDAVG, [reach(9), reach(10), reach(11)])
-    write_seeds(workdir, "importance_mnist_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, [[0.5] * 11] * 3)
-    claims = build(workdir)
+    write_seeds(tmp_path, "importance_mnist_mlp_ours_lambda_1e3", OURS, [reach(4), reach(5), reach(4)])
+    write_seeds(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, [reach(9), reach(10), reach(11)])
+    write_seeds(tmp_path, "importance_mnist_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, [[0.5] * 11] * 3)
+    claims = build(tmp_path)
     assert claims["mnist-mlp-ours-reaches-0.85-before-fedavg"].status == "held"
     # No FedProx seed reached 85 %, every seed of ours did: separated.
     claim = claims["mnist-mlp-ours-reaches-0.85-before-fedprox"]
     assert claim.status == "held" and "no seed of the second" in claim.evidence
 
 
-def test_table4_compares_ewc_and_a_shorter_rwalk_run_after_the_same_rounds(workdir):
-    write_seeds(workdir, "importance_mnist_mlp_ours_lambda_1e3", OURS,
+def test_table4_compares_ewc_and_a_shorter_rwalk_run_after_the_same_rounds(tmp_path):
+    write_seeds(tmp_path, "importance_mnist_mlp_ours_lambda_1e3", OURS,
                 [[0.7] * 5 + [0.7, 0.7, 0.95], [0.715] * 5 + [0.715, 0.715, 0.95]])
-    write_seeds(workdir, "importance_mnist_mlp_rwalk_lambda_1e3", {**OURS, "importance": "rwalk"},
+    write_seeds(tmp_path, "importance_mnist_mlp_rwalk_lambda_1e3", {**OURS, "importance": "rwalk"},
                 [[0.72] * 6, [0.73] * 6], scaled={"rounds": {"paper": 100, "used": 6}})
-    claims = build(workdir)
-    rows = {r["importance"]: r for r in rows_of(workdir / "reports/importance/table4.csv")}
+    claims = build(tmp_path)
+    rows = {r["importance"]: r for r in rows_of(tmp_path / "reports/importance/table4.csv")}
     assert rows["EWC (Fisher)"]["mlp ours"] == "70.75 ± 1.06 (n=2)"  # after round 6, not its final 95 %
     assert rows["RWalk (Fisher + path score)"]["mlp ours"] == "72.50 ± 0.71 (n=2)"
     assert rows["EWC (Fisher)"]["mlp diff"] == NO_DIFF  # no difference against the paper's 100-round value
-    assert "both after 6 rounds" in (workdir / "reports/importance/table4.md").read_text()
+    assert "both after 6 rounds" in (tmp_path / "reports/importance/table4.md").read_text()
     claim = claims["mnist-mlp-rwalk-below-ewc"]
     # Paired differences −2 and −1.5 points: t = −7 with 1 df, p = 1 − 2·atan(7)/π = 0.0903.
     assert claim.status == "inconclusive" and "after 6 rounds" in claim.evidence
@@ -375,14 +376,14 @@ def test_table4_compares_ewc_and_a_shorter_rwalk_run_after_the_same_rounds(workd
     assert claim.seeds == "2 vs 2"
 
 
-def test_figure2_claim_needs_every_rate_held(workdir):
+def test_figure2_claim_needs_every_rate_held(tmp_path):
     for rate, (ours, fedavg) in {"c005": ((0.34, 0.341, 0.339), (0.30, 0.299, 0.301)),
                                  "c02": ((0.41, 0.412, 0.408), (0.40, 0.41, 0.39))}.items():
-        write_seeds(workdir, f"importance_fig2_{rate}_ours", OURS, steady(*ours), extra={"client_fraction": 0.05})
-        write_seeds(workdir, f"importance_fig2_{rate}_fedavg", FEDAVG, steady(*fedavg))
-    write_seeds(workdir, "importance_cifar_mlp_ours", OURS, steady(0.40, 0.401, 0.399))
-    write_seeds(workdir, "importance_cifar_mlp_fedavg", FEDAVG, steady(0.37, 0.369, 0.371))
-    claim = build(workdir)["cifar-ours-beats-fedavg-every-rate"]
+        write_seeds(tmp_path, f"importance_fig2_{rate}_ours", OURS, steady(*ours), extra={"client_fraction": 0.05})
+        write_seeds(tmp_path, f"importance_fig2_{rate}_fedavg", FEDAVG, steady(*fedavg))
+    write_seeds(tmp_path, "importance_cifar_mlp_ours", OURS, steady(0.40, 0.401, 0.399))
+    write_seeds(tmp_path, "importance_cifar_mlp_fedavg", FEDAVG, steady(0.37, 0.369, 0.371))
+    claim = build(tmp_path)["cifar-ours-beats-fedavg-every-rate"]
     # Held at C = 0.05 (ours − FedAvg per seed 4, 4.2, 3.8 points: mean 4, sd 0.2, t = 4 / (0.2 / sqrt(3))
     # = 34.6, p = 0.00083) and 0.1 (3, 3.2, 2.8: t = 26.0, p = 0.0015); not separated at 0.2 (1, 0.2, 1.8:
     # mean 1, sd 0.8, t = 2.17, p = 0.163): inconclusive.
@@ -396,25 +397,25 @@ def test_figure2_claim_needs_every_rate_held(workdir):
         in claim.evidence
 
 
-def test_figure_legends_come_from_the_runs_settings(workdir, monkeypatch):
+def test_figure_legends_come_from_the_runs_settings(tmp_path, monkeypatch):
     drawn = {}
     monkeypatch.setattr(importance, "plot_curves",
                         lambda path, title, series, *args, **kwargs: drawn.setdefault(path.name, series))
-    write(workdir, "importance_fig2_c005_ours", {**OURS, "lambda": 100.0}, [0.3, 0.4], extra={"client_fraction": 0.05})
-    write(workdir, "importance_fig2_c005_fedavg", FEDAVG, [0.3, 0.4], extra={"client_fraction": 0.05})
-    write(workdir, "importance_mnist_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, [0.3, 0.4])
-    build(workdir)
+    write(tmp_path, "importance_fig2_c005_ours", {**OURS, "lambda": 100.0}, [0.3, 0.4], extra={"client_fraction": 0.05})
+    write(tmp_path, "importance_fig2_c005_fedavg", FEDAVG, [0.3, 0.4], extra={"client_fraction": 0.05})
+    write(tmp_path, "importance_mnist_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, [0.3, 0.4])
+    build(tmp_path)
     assert [label for label, _ in drawn["figure2.png"]] == ["FedAvg, C = 0.05", "ours, C = 0.05, λ = 100"]
     assert [label for label, _ in drawn["ablation_mnist_mlp.png"]] == ["FedProx (FedAvg + L2), μ = 0.05"]
 
 
 # ---------------------------------------------------------------- every claim carries what decided it
 
-def test_the_ablation_claim_carries_one_paired_comparison_per_other_method(workdir):
-    write_ablation(workdir, {"fedavg": (0.90, 0.905, 0.915), "fedprox": (0.84, 0.85, 0.83),
+def test_the_ablation_claim_carries_one_paired_comparison_per_other_method(tmp_path):
+    write_ablation(tmp_path, {"fedavg": (0.90, 0.905, 0.915), "fedprox": (0.84, 0.85, 0.83),
                              "ewc_lambda_1e3": (0.83, 0.84, 0.82), "weighted": (0.88, 0.885, 0.875),
                              "ours_lambda_1e3": (0.92, 0.93, 0.94)})
-    best = build(workdir)["mnist-mlp-full-method-best"]
+    best = build(tmp_path)["mnist-mlp-full-method-best"]
     assert len(best.comparisons) == 4  # ours against fedavg, fedprox, ewc, weighted
     assert {c.test for c in best.comparisons} == {"paired t"} and best.test == "paired t"
     assert best.unit == "points"
@@ -425,12 +426,12 @@ def test_the_ablation_claim_carries_one_paired_comparison_per_other_method(workd
     assert "final round" not in best.text and "last 5 rounds" in best.text
 
 
-def test_the_ablation_claim_falls_back_to_welch_for_a_method_on_other_seeds(workdir):
-    write_ablation(workdir, {"fedavg": (0.90, 0.905, 0.915), "fedprox": (0.84, 0.85, 0.83),
+def test_the_ablation_claim_falls_back_to_welch_for_a_method_on_other_seeds(tmp_path):
+    write_ablation(tmp_path, {"fedavg": (0.90, 0.905, 0.915), "fedprox": (0.84, 0.85, 0.83),
                              "ewc_lambda_1e3": (0.83, 0.84, 0.82), "ours_lambda_1e3": (0.92, 0.93, 0.94)})
-    write_seeds(workdir, "importance_mnist_mlp_weighted", ABLATION_RUNS["weighted"], steady(0.88, 0.885, 0.875),
+    write_seeds(tmp_path, "importance_mnist_mlp_weighted", ABLATION_RUNS["weighted"], steady(0.88, 0.885, 0.875),
                 first_seed=3)
-    best = build(workdir)["mnist-mlp-full-method-best"]
+    best = build(tmp_path)["mnist-mlp-full-method-best"]
     tests = [c.test for c in best.comparisons]
     assert tests == ["paired t", "paired t", "paired t", "Welch t"]  # fedavg, fedprox, ewc, weighted
     assert best.test == "paired t + Welch t"
@@ -439,17 +440,17 @@ def test_the_ablation_claim_falls_back_to_welch_for_a_method_on_other_seeds(work
     assert best.comparisons[3].sd == pytest.approx(math.sqrt(0.625))
 
 
-def test_every_claim_that_ran_carries_its_comparisons_and_a_unit(workdir):
-    write_ablation(workdir, {"fedavg": (0.85, 0.86, 0.84), "fedprox": (0.84, 0.85, 0.83),
+def test_every_claim_that_ran_carries_its_comparisons_and_a_unit(tmp_path):
+    write_ablation(tmp_path, {"fedavg": (0.85, 0.86, 0.84), "fedprox": (0.84, 0.85, 0.83),
                              "ewc_lambda_1e3": (0.83, 0.84, 0.82), "weighted": (0.88, 0.885, 0.875),
                              "ours_lambda_1e3": (0.92, 0.925, 0.915), "rwalk_lambda_1e3": (0.95, 0.96, 0.94)})
     for rate in ("c005", "c02"):
-        write(workdir, f"importance_fig2_{rate}_ours", OURS, [0.3, 0.35])
-        write(workdir, f"importance_fig2_{rate}_fedavg", FEDAVG, [0.3, 0.33])
-    write(workdir, "importance_cifar_mlp_ours", {**OURS, "lambda": 100.0}, [0.3, 0.4])
-    write(workdir, "importance_cifar_mlp_fedavg", FEDAVG, [0.3, 0.37])
-    write(workdir, "importance_cifar_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, [0.3, 0.38])
-    claims = build(workdir)
+        write(tmp_path, f"importance_fig2_{rate}_ours", OURS, [0.3, 0.35])
+        write(tmp_path, f"importance_fig2_{rate}_fedavg", FEDAVG, [0.3, 0.33])
+    write(tmp_path, "importance_cifar_mlp_ours", {**OURS, "lambda": 100.0}, [0.3, 0.4])
+    write(tmp_path, "importance_cifar_mlp_fedavg", FEDAVG, [0.3, 0.37])
+    write(tmp_path, "importance_cifar_mlp_fedprox", {"name": "fedprox", "mu": 0.05}, [0.3, 0.38])
+    claims = build(tmp_path)
     ran = {k: c for k, c in claims.items() if c.status != "not run"}
     assert len(ran) == 8  # the MNIST MLP's 6, CIFAR-10 MLP vs FedProx, Figure 2's rates
     for key, claim in ran.items():
@@ -465,15 +466,15 @@ def test_every_claim_that_ran_carries_its_comparisons_and_a_unit(workdir):
 
 # ---------------------------------------------------------------- λ = 1e5: a note, not a claim
 
-def test_the_published_lambda_is_a_note_of_the_tables_not_a_claim(workdir):
+def test_the_published_lambda_is_a_note_of_the_tables_not_a_claim(tmp_path):
     key = "importance_mnist_mlp_ours"
     for seed in (0, 1, 2):
-        write(workdir, key, {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged", seed=seed)
-    write(workdir, "importance_mnist_mlp_ewc", {**OURS, "lambda": 1e5, "aggregation": "samples"},
+        write(tmp_path, key, {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged", seed=seed)
+    write(tmp_path, "importance_mnist_mlp_ewc", {**OURS, "lambda": 1e5, "aggregation": "samples"},
           [0.6, 0.62, float("nan")], status="diverged")
-    claims = build(workdir)
+    claims = build(tmp_path)
     assert not [c for c in claims.values() if "1e5" in c.text or "lambda" in c.id]
-    out = workdir / "reports" / "importance"
+    out = tmp_path / "reports" / "importance"
     for table in ("table1", "table2", "table3", "table4"):
         markdown = (out / f"{table}.md").read_text()
         assert ("importance_mnist_mlp_ours: 3 of 3 seed(s) diverged, each in round 2, after 1 round that trained"
@@ -483,24 +484,24 @@ def test_the_published_lambda_is_a_note_of_the_tables_not_a_claim(workdir):
         assert "MNIST MLP EWC-type rows use λ = 1e3" in markdown and "at the paper's λ = 1e5 (Table 3)" in markdown
 
 
-def test_seeds_that_diverge_in_different_rounds_are_listed(workdir):
+def test_seeds_that_diverge_in_different_rounds_are_listed(tmp_path):
     key = "importance_mnist_mlp_ours"
-    write(workdir, key, {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged", seed=0)
-    write(workdir, key, {**OURS, "lambda": 1e5}, [0.6, 0.7, 0.7, float("nan")], status="diverged", seed=1)
-    write(workdir, key, {**OURS, "lambda": 1e5}, [0.6, 0.7, 0.8], seed=2)
-    build(workdir)
+    write(tmp_path, key, {**OURS, "lambda": 1e5}, [0.6, float("nan")], status="diverged", seed=0)
+    write(tmp_path, key, {**OURS, "lambda": 1e5}, [0.6, 0.7, 0.7, float("nan")], status="diverged", seed=1)
+    write(tmp_path, key, {**OURS, "lambda": 1e5}, [0.6, 0.7, 0.8], seed=2)
+    build(tmp_path)
     assert "importance_mnist_mlp_ours: 2 of 3 seed(s) diverged, in rounds 2, 4" in \
-        (workdir / "reports/importance/table1.md").read_text()
+        (tmp_path / "reports/importance/table1.md").read_text()
 
 
 # ---------------------------------------------------------------- Table 2 says what it counts
 
-def test_the_rounds_table_says_what_its_columns_and_diff_are(workdir):
+def test_the_rounds_table_says_what_its_columns_and_diff_are(tmp_path):
     # First at or above 85 % in round 2; the 5-round mean first reaches it in round 8 (rounds 4-8 all 90 %;
     # rounds 3-7: (50 + 4·90) / 5 = 82 %).
-    write(workdir, "importance_mnist_mlp_fedavg", FEDAVG, [0.5, 0.9, 0.5, 0.9, 0.9, 0.9, 0.9, 0.9])
-    build(workdir)
-    out = workdir / "reports" / "importance"
+    write(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, [0.5, 0.9, 0.5, 0.9, 0.9, 0.9, 0.9, 0.9])
+    build(tmp_path)
+    out = tmp_path / "reports" / "importance"
     fedavg = {r["method"]: r for r in rows_of(out / "table2.csv")}["FedAvg"]
     assert (fedavg["mlp (85%) ours"], fedavg["mlp (85%) ours, 5-round moving mean"]) == ("2 (n=1)", "8 (n=1)")
     assert fedavg["mlp (85%) diff"] == "-89"  # 2 − 91: the first crossing against the paper's
@@ -512,14 +513,14 @@ def test_the_rounds_table_says_what_its_columns_and_diff_are(workdir):
 
 # ---------------------------------------------------------------- the weighted-average ablation beside FedAvg
 
-def test_table3_puts_the_weighted_average_beside_fedavg_seed_by_seed(workdir):
+def test_table3_puts_the_weighted_average_beside_fedavg_seed_by_seed(tmp_path):
     weighted = {**ABLATION_RUNS["weighted"], "gamma": 0.9}
     finals = {"weighted": (0.8444, 0.7978, 0.8674), "fedavg": (0.8464, 0.7984, 0.8667)}
     # 30 rounds: 60 % vs 40 % for rounds 1-10 (20 points apart), then each seed's final.
-    write_seeds(workdir, "importance_mnist_mlp_weighted", weighted, [[0.6] * 10 + [f] * 20 for f in finals["weighted"]])
-    write_seeds(workdir, "importance_mnist_mlp_fedavg", FEDAVG, [[0.4] * 10 + [f] * 20 for f in finals["fedavg"]])
-    build(workdir)
-    markdown = (workdir / "reports/importance/table3.md").read_text()
+    write_seeds(tmp_path, "importance_mnist_mlp_weighted", weighted, [[0.6] * 10 + [f] * 20 for f in finals["weighted"]])
+    write_seeds(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, [[0.4] * 10 + [f] * 20 for f in finals["fedavg"]])
+    build(tmp_path)
+    markdown = (tmp_path / "reports/importance/table3.md").read_text()
     assert ("FedAvg + weighted average vs FedAvg, MNIST MLP, per seed (the same seed: the same initial model and "
             "clients) after round 30: seed 0 84.44 vs 84.64, seed 1 79.78 vs 79.84, seed 2 86.74 vs 86.67") in markdown
     # Rounds 16-30: |84.44 − 84.64|, |79.78 − 79.84|, |86.74 − 86.67| = 0.20, 0.06, 0.07: mean 0.11.
@@ -561,11 +562,11 @@ def test_the_weighted_average_is_ninety_percent_fedavg_when_the_cohort_averages_
 
 # ---------------------------------------------------------------- a figure whose runs are absent
 
-def test_a_figure_without_runs_says_not_run(workdir, monkeypatch):
+def test_a_figure_without_runs_says_not_run(tmp_path, monkeypatch):
     absent = {}
     monkeypatch.setattr(importance, "not_run_figure", lambda path, title, missing: absent.setdefault(path.name, missing))
-    write(workdir, "importance_mnist_mlp_fedavg", FEDAVG, [0.3, 0.4])
-    build(workdir)
+    write(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, [0.3, 0.4])
+    build(tmp_path)
     assert absent["ablation_mnist_cnn.png"] == [f"importance_mnist_cnn_{m}" for m in
                                                 ("fedavg", "fedprox", "ewc", "weighted", "ours", "rwalk")]
     assert "ablation_mnist_mlp.png" not in absent  # FedAvg's curve is there
@@ -574,10 +575,10 @@ def test_a_figure_without_runs_says_not_run(workdir, monkeypatch):
         "MNIST CNN ablation\n\nnot run in this profile:\na\nb"
 
 
-def test_the_not_run_figure_is_a_png(workdir):
-    write(workdir, "importance_mnist_mlp_fedavg", FEDAVG, [0.3, 0.4])
-    build(workdir)
-    assert (workdir / "reports/importance/ablation_mnist_cnn.png").read_bytes().startswith(PNG_SIGNATURE)
+def test_the_not_run_figure_is_a_png(tmp_path):
+    write(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, [0.3, 0.4])
+    build(tmp_path)
+    assert (tmp_path / "reports/importance/ablation_mnist_cnn.png").read_bytes().startswith(PNG_SIGNATURE)
 
 
 def test_the_every_rate_claim_gives_each_rates_seeds_when_they_differ():

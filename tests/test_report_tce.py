@@ -15,24 +15,23 @@ from pipeline.report import tce
 from pipeline.report.common import load_results
 from pipeline.runs import resolve_run
 
-from test_report import PNG_SIGNATURE, write_run
+from test_report import PNG_SIGNATURE, report_context, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = yaml.safe_load((ROOT / "pipeline" / "report" / "published.yaml").read_text())["tce"]
 PARAMS = load_params((ROOT / "params.yaml"))
 
 
-def write_partition(root: Path, name: str, alpha: float | None) -> None:
-    """The partition in params.yaml (where the report reads alpha) and its label counts on disk."""
-    params_file = root / "params.yaml"
-    params = yaml.safe_load(params_file.read_text()) if params_file.is_file() else {"partitions": {}}
-    params["partitions"][name] = {"dataset": "cifar10", "scheme": "dirichlet" if alpha else "natural", "clients": 100,
-                                  **({"alpha": alpha} if alpha else {})}
-    params_file.write_text(yaml.safe_dump(params))
-    folder = root / "reports" / "partitions" / name
-    folder.mkdir(parents=True)
+def write_partitions(root: Path, alphas: dict[str, float | None]) -> dict:
+    """Each partition's label counts on disk (its record, for Figure 4); returns the partitions as params.yaml
+    has them (where the report reads alpha)."""
     counts = [[45 + (c + k) % 3 for k in range(10)] for c in range(100)]
-    (folder / "label_counts.json").write_text(json.dumps({"train": counts, "val": counts}))
+    for name in alphas:
+        folder = root / "reports" / "partitions" / name
+        folder.mkdir(parents=True)
+        (folder / "label_counts.json").write_text(json.dumps({"train": counts, "val": counts}))
+    return {name: {"dataset": "cifar10", "scheme": "dirichlet" if alpha else "natural", "clients": 100,
+                   **({"alpha": alpha} if alpha else {})} for name, alpha in alphas.items()}
 
 
 def write_tce_run(root, key, loss, norm, lr, finals, partition="cifar10_dirichlet_alpha01", fraction=0.1, probe=False,
@@ -50,10 +49,9 @@ def write_tce_run(root, key, loss, norm, lr, finals, partition="cifar10_dirichle
 
 
 @pytest.fixture
-def built(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name, alpha in (("cifar10_dirichlet_alpha001", 0.01), ("cifar10_dirichlet_alpha01", 0.1), ("cifar10_dirichlet_alpha05", 0.5), ("cifar10_dirichlet_alpha100", 100.0)):
-        write_partition(tmp_path, name, alpha)
+def built(tmp_path):
+    partitions = write_partitions(tmp_path, {"cifar10_dirichlet_alpha001": 0.01, "cifar10_dirichlet_alpha01": 0.1,
+                                             "cifar10_dirichlet_alpha05": 0.5, "cifar10_dirichlet_alpha100": 100.0})
     # Main runs: TCE (GN) 10, 11, 9 points above FedAvg (GN) on seeds 0-2, and 20, 21, 19 points less forgetting;
     # TCE (BN) 4, 6, 5 points below FedAvg (GN). No difference is the same on every seed (that would take the
     # exact sign-flip test, p = 2/2^3 = 0.25 over 3 seeds: never separated).
@@ -68,10 +66,9 @@ def built(tmp_path, monkeypatch):
     write_tce_run(tmp_path, "a001_tce", "tce", "group", 0.1, [0.40, 0.41], partition="cifar10_dirichlet_alpha001")
     write_tce_run(tmp_path, "a100_ce", "ce", "group", 0.1, [0.50, 0.52], partition="cifar10_dirichlet_alpha100")
     write_tce_run(tmp_path, "a100_tce", "tce", "group", 0.1, [0.51, 0.531], partition="cifar10_dirichlet_alpha100")
-    results = load_results(["main_ce", "main_tce", "main_tce_bn", "ce_lr03", "tce_lr03", "a001_ce", "a001_tce",
-                            "a100_ce", "a100_tce"], tmp_path / "reports" / "runs")
-    claims = tce.build(results, PUBLISHED, tmp_path / "reports" / "tce", "default")
-    return tmp_path / "reports" / "tce", {c.id: c for c in claims}
+    claims = build_from(tmp_path, ["main_ce", "main_tce", "main_tce_bn", "ce_lr03", "tce_lr03", "a001_ce", "a001_tce",
+                                   "a100_ce", "a100_tce"], partitions)
+    return tmp_path / "reports" / "tce", claims
 
 
 def table_rows(path: Path) -> list[list[str]]:
@@ -152,57 +149,52 @@ def test_figures_are_written(built):
     assert "| alpha | 0.01 |" in (folder / "figure3.md").read_text()
 
 
-def build_from(root: Path, keys: list[str]) -> dict:
-    results = load_results(keys, root / "reports" / "runs")
-    return {c.id: c for c in tce.build(results, PUBLISHED, root / "reports" / "tce", "default")}
+def build_from(root: Path, keys: list[str], partitions: dict) -> dict:
+    """TCE's claims on the runs `keys` under root, in a profile that builds `partitions`."""
+    results = load_results(keys, root / "reports" / "runs", partitions)
+    return {c.id: c for c in tce.build(report_context(root, "tce", results, PUBLISHED, built_partitions=partitions))}
 
 
-def test_femnist_writers_count_as_the_base_point(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    write_partition(tmp_path, "femnist_natural", None)
+def test_femnist_writers_count_as_the_base_point(tmp_path):
+    partitions = write_partitions(tmp_path, {"femnist_natural": None})
     write_tce_run(tmp_path, "femnist_ce", "ce", "group", 0.05, [0.7, 0.72], partition="femnist_natural",
                   dataset="femnist")
-    build_from(tmp_path, ["femnist_ce"])
+    build_from(tmp_path, ["femnist_ce"], partitions)
     rows = [line for line in (tmp_path / "reports" / "tce" / "table1.md").read_text().splitlines()
             if line.startswith("| femnist | 0.05 |")]
     assert rows and "0.710 ± 0.014 (n=2) | 0.829" in rows[0]
 
 
-def test_a_fedavg_that_did_not_converge_leaves_the_margin_claim_inconclusive(tmp_path, monkeypatch):
+def test_a_fedavg_that_did_not_converge_leaves_the_margin_claim_inconclusive(tmp_path):
     """FedAvg NC at alpha = 0.01 is no margin at all: inconclusive, not 'failed' for lack of values."""
-    monkeypatch.chdir(tmp_path)
-    for name, alpha in (("cifar10_dirichlet_alpha01", 0.1), ("cifar10_dirichlet_alpha001", 0.01),
-                        ("cifar10_dirichlet_alpha100", 100.0)):
-        write_partition(tmp_path, name, alpha)
+    partitions = write_partitions(tmp_path, {"cifar10_dirichlet_alpha01": 0.1, "cifar10_dirichlet_alpha001": 0.01,
+                                             "cifar10_dirichlet_alpha100": 100.0})
     write_tce_run(tmp_path, "main_ce", "ce", "group", 0.1, [0.30, 0.31], probe=True)
     write_tce_run(tmp_path, "main_tce", "tce", "group", 0.1, [0.40, 0.41], probe=True)
     write_tce_run(tmp_path, "a001_ce", "ce", "group", 0.1, [0.05, 0.06], partition="cifar10_dirichlet_alpha001")
     write_tce_run(tmp_path, "a001_tce", "tce", "group", 0.1, [0.40, 0.41], partition="cifar10_dirichlet_alpha001")
     write_tce_run(tmp_path, "a100_ce", "ce", "group", 0.1, [0.50, 0.52], partition="cifar10_dirichlet_alpha100")
     write_tce_run(tmp_path, "a100_tce", "tce", "group", 0.1, [0.51, 0.53], partition="cifar10_dirichlet_alpha100")
-    claims = build_from(tmp_path, ["main_ce", "main_tce", "a001_ce", "a001_tce", "a100_ce", "a100_tce"])
+    claims = build_from(tmp_path, ["main_ce", "main_tce", "a001_ce", "a001_tce", "a100_ce", "a100_tce"], partitions)
     assert claims["tce_margin_alpha"].status == "inconclusive"
     assert "no margin" in claims["tce_margin_alpha"].evidence
 
 
-def test_margins_pair_seeds_by_seed_number(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    write_partition(tmp_path, "cifar10_dirichlet_alpha01", 0.1)
+def test_margins_pair_seeds_by_seed_number(tmp_path):
     write_tce_run(tmp_path, "first", "tce", "group", 0.1, [0.5, 0.9], seeds=[0, 2])
     write_tce_run(tmp_path, "second", "ce", "group", 0.1, [0.3, 0.4, 0.6])
     results = load_results(["first", "second"], tmp_path / "reports" / "runs")
     assert [round(m, 6) for m in tce.margins(results["first"], results["second"])] == [0.2, 0.3]
 
 
-def test_two_runs_at_one_point_are_an_error(tmp_path, monkeypatch):
+def test_two_runs_at_one_point_are_an_error(tmp_path):
     from pipeline.errors import UserError
 
-    monkeypatch.chdir(tmp_path)
-    write_partition(tmp_path, "cifar10_dirichlet_alpha01", 0.1)
+    partitions = write_partitions(tmp_path, {"cifar10_dirichlet_alpha01": 0.1})
     write_tce_run(tmp_path, "one", "ce", "group", 0.3, [0.5])
     write_tce_run(tmp_path, "two", "ce", "group", 0.3, [0.6])
     with pytest.raises(UserError, match="runs one and two both sit at cifar10, FedAvg \\(GN\\), lr 0.3"):
-        build_from(tmp_path, ["one", "two"])
+        build_from(tmp_path, ["one", "two"], partitions)
 
 
 def test_published_best_reads_the_column_maximum():
@@ -255,6 +247,8 @@ from pipeline.report.common import RunResult, SeededRun  # noqa: E402
 from pipeline.report.seeds import PerSeed  # noqa: E402
 
 PAPER_PROBES = {"probe_rounds": {"paper": [1, 2000, 2800, 4000], "used": [1, 20, 28, 40]}}
+# The base partition (α = 0.1) as params.yaml has it, where the report reads a run's α.
+BASE_PARTITION = {"dataset": "cifar10", "scheme": "dirichlet", "clients": 100, "alpha": 0.1}
 
 
 def seed_result(key: str, seed: int, loss: str, norm: str, lr: float, final: float, forgetting: dict | None = None,
@@ -273,7 +267,7 @@ def seeded(key: str, loss: str, norm: str, lr: float, finals: list, seeds=None, 
     """A run over its seeds; `forgetting` is one {round: F_k} per seed."""
     seeds = list(seeds if seeds is not None else range(len(finals)))
     return SeededRun(key, [seed_result(key, s, loss, norm, lr, f, (forgetting or [None] * len(seeds))[i], **kwargs)
-                           for i, (s, f) in enumerate(zip(seeds, finals))])
+                           for i, (s, f) in enumerate(zip(seeds, finals))], partition=BASE_PARTITION)
 
 
 def p_paired(differences: list[float]) -> float:
@@ -294,17 +288,8 @@ def p_paired_three_seeds(differences: list[float]) -> float:
     return 1 - abs(t) / (t * t + 2) ** 0.5
 
 
-@pytest.fixture
-def base_partition(workdir):
-    """params.yaml with the base partition (α = 0.1), where the report reads a run's α."""
-    (workdir / "params.yaml").write_text(yaml.safe_dump(
-        {"partitions": {"cifar10_dirichlet_alpha01": {"dataset": "cifar10", "scheme": "dirichlet", "clients": 100,
-                                                      "alpha": 0.1}}}))
-    return workdir
-
-
 def build_in_memory(root: Path, runs: list[SeededRun]) -> dict:
-    return {c.id: c for c in tce.build({r.run: r for r in runs}, PUBLISHED, root / "out", "default")}
+    return {c.id: c for c in tce.build(report_context(root, "tce", {r.run: r for r in runs}, PUBLISHED))}
 
 
 def test_p_by_hand_for_three_seeds():
@@ -318,8 +303,8 @@ def test_p_by_hand_for_three_seeds():
 TCE_BN, FEDAVG_BN = [0.40, 0.45, 0.50], [0.38, 0.425, 0.47]
 
 
-def test_tce_bn_against_fedavg_bn_is_its_own_claim_paired_by_seed(base_partition):
-    claims = build_in_memory(base_partition, [seeded("tce_bn", "tce", "batch", 0.1, TCE_BN),
+def test_tce_bn_against_fedavg_bn_is_its_own_claim_paired_by_seed(tmp_path):
+    claims = build_in_memory(tmp_path, [seeded("tce_bn", "tce", "batch", 0.1, TCE_BN),
                                               seeded("fedavg_bn", "ce", "batch", 0.1, FEDAVG_BN)])
     claim = claims["tce_bn_beats_fedavg_bn_cifar10"]
     assert claim.text.startswith("FedAvg + TCE (BN) is more accurate than FedAvg (BN), cifar10")
@@ -335,8 +320,8 @@ def test_tce_bn_against_fedavg_bn_is_its_own_claim_paired_by_seed(base_partition
     assert claims["tce_bn_beats_fedavg_bn_cifar100"].status == "not run"
 
 
-def test_seeds_that_differ_are_not_paired(base_partition):
-    claims = build_in_memory(base_partition, [seeded("tce_bn", "tce", "batch", 0.1, TCE_BN),
+def test_seeds_that_differ_are_not_paired(tmp_path):
+    claims = build_in_memory(tmp_path, [seeded("tce_bn", "tce", "batch", 0.1, TCE_BN),
                                               seeded("fedavg_bn", "ce", "batch", 0.1, FEDAVG_BN, seeds=[0, 1, 3])])
     claim = claims["tce_bn_beats_fedavg_bn_cifar10"]
     assert claim.test == "Welch t" and claim.status == "inconclusive"  # 2.5 points under a 5-point spread
@@ -344,10 +329,10 @@ def test_seeds_that_differ_are_not_paired(base_partition):
     assert claim.power.startswith("effect +2.5 points")
 
 
-def test_every_run_tce_claim_carries_its_comparisons_and_a_unit(base_partition):
+def test_every_run_tce_claim_carries_its_comparisons_and_a_unit(tmp_path):
     # F_k 0, 0.02, 0.01 apart on seeds 0-2 (not the same on every seed of both: that tie is the exact test's)
     forgetting = [{r: f for r in (1, 20, 28, 40)} for f in (-0.1, -0.12, -0.11)]
-    claims = build_in_memory(base_partition, [
+    claims = build_in_memory(tmp_path, [
         seeded("gn", "ce", "group", 0.1, [0.30, 0.33, 0.31], forgetting=forgetting),
         seeded("tce", "tce", "group", 0.1, [0.32, 0.34, 0.35], forgetting=[{r: -0.1 for r in (1, 20, 28, 40)}] * 3),
         seeded("tce_bn", "tce", "batch", 0.1, TCE_BN), seeded("fedavg_bn", "ce", "batch", 0.1, FEDAVG_BN),
@@ -519,17 +504,17 @@ def test_femnist_tce_gn_published_cell_says_the_paper_contradicts_itself():
     assert "contradicts" not in tce.femnist_published(PUBLISHED, "tce_bn")  # 0.850 above 0.829: no contradiction
 
 
-def test_figure4_is_drawn_from_the_committed_records_and_a_missing_one_is_an_error(workdir):
+def test_figure4_is_drawn_from_the_committed_records_and_a_missing_one_is_an_error(tmp_path):
     """A partition the profile builds whose record is missing stops the report with one line (it used to
     drop the figure, exit 0); partitions the profile does not build are left out (a test grid)."""
     from pipeline.errors import UserError
 
-    name = tce.FIGURE4_PARTITIONS[0.1]
-    assert tce.figure4_mixes(set()) == {}
+    name, records = tce.FIGURE4_PARTITIONS[0.1], tmp_path / "reports" / "partitions"
+    assert tce.figure4_mixes(set(), records) == {}
     with pytest.raises(UserError, match=rf"reports/partitions/{name}/label_counts.json: missing") as error:
-        tce.figure4_mixes({name})
+        tce.figure4_mixes({name}, records)
     assert "\n" not in str(error.value)
-    record = workdir / "reports" / "partitions" / name / "label_counts.json"
+    record = records / name / "label_counts.json"
     record.parent.mkdir(parents=True)
     record.write_text('{"train": [[3, 1], [0, 4]], "val": []}')
-    assert tce.figure4_mixes({name}) == {0.1: [[3, 1], [0, 4]]}
+    assert tce.figure4_mixes({name}, records) == {0.1: [[3, 1], [0, 4]]}

@@ -10,9 +10,11 @@ import yaml
 
 from pipeline.config import GRID_FILE, grid_runs, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
+from pipeline.inputs import PARTITION_RECORDS
 from pipeline.io import write_json, write_text
 from pipeline.report import fedcurv, fedwavg, importance, tce
-from pipeline.report.common import NC, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
+from pipeline.report.common import (NC, RUNS_DIR, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat,
+                                    load_results)
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
 
 REPORTS_DIR = Path("reports")
@@ -238,7 +240,7 @@ def main() -> None:
     params = load_checked_params()
     profile = params["profile"]
     grid = read_yaml(GRID_FILE)["grid"]
-    results = load_results(grid_runs(grid))
+    results = load_results(grid_runs(grid), RUNS_DIR, params.get("partitions") or {})
     published = yaml.safe_load(PUBLISHED.read_text())
     claims, built = [], []
     # Each paper's folder is built in a staging folder and swapped in only when every paper built: a
@@ -246,7 +248,8 @@ def main() -> None:
     # good reports in place, and a figure no longer drawn does not linger.
     with tempfile.TemporaryDirectory(prefix=".staging.", dir=REPORTS_DIR) as staging:
         for name, module, title in PAPERS:
-            claims += module.build(results, published[name], Path(staging) / name, profile)
+            claims += module.build(ReportContext(profile, results, published[name], Path(staging) / name,
+                                                 PARTITION_RECORDS, frozenset(grid["partitions"])))
             built.append((name, title, REPORTS_DIR / name))
         for name, _, _ in PAPERS:
             replace_folder(Path(staging) / name, REPORTS_DIR / name)

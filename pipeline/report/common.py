@@ -7,20 +7,21 @@ settings.json (with "seed"), timing.json and plots/metrics/<name>.tsv.
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from pipeline.config import changed_scalings
+from pipeline.errors import UserError
 from pipeline.io import atomic_path, write_text
 from pipeline.report.seeds import (K_LAST, Comparison, PerSeed, claim_power, compare, has_value, last_k_mean, mean_sd,
                                    rounds_to_target_moving, deciding_tests)
 
-RUNS_DIR = Path("reports/runs")
+RUNS_DIR = Path("reports/runs")  # read by __main__ only: a paper's build() gets its runs in its context
 NC = "NC"  # never reached the target (or diverged), as the papers write it
 NOT_RUN = "not run"
 NO_DIFF = "—"  # our setting is not the paper's: no difference is computed
@@ -39,6 +40,7 @@ class RunResult:
     rounds: list[int]
     accuracy: list[float]
     timing: dict = field(default_factory=dict)
+    folder: Path | None = None  # where the train stage wrote it (None: built in memory), for its other files
 
     @property
     def diverged(self) -> bool:
@@ -86,6 +88,7 @@ class SeededRun:
     run: str
     results: list[RunResult]  # sorted by seed
     wanted: list[int] | None = None  # the seeds the grid asks for (None: whatever is on disk)
+    partition: dict | None = None  # its partition's settings in params.yaml (None: not there)
 
     @property
     def key(self) -> str:
@@ -133,6 +136,14 @@ class SeededRun:
 
     def paper_value(self, key: str):
         return self.results[0].paper_value(key)
+
+    def partition_settings(self, who: str) -> dict:
+        """Its partition's settings as params.yaml has them (the report stage depends on `partitions`);
+        `who` names the run kind that asked, for the error."""
+        if self.partition is None:
+            raise UserError(f"params.yaml: partition {self.settings.get('partition')!r}, which {who} names, "
+                            "is not under partitions")
+        return self.partition
 
     def per_seed(self, values: list) -> PerSeed:
         """Values in this run's seed order, carrying the seeds (so that comparisons pair by seed)."""
@@ -187,7 +198,7 @@ def read_seed(folder: Path, run: str, seed: int) -> RunResult | None:
     rounds, accuracy = read_tsv_column(folder / "plots" / "metrics" / "test_accuracy.tsv", "test_accuracy")
     timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
     return RunResult(run, seed, settings, json.loads((folder / "metrics.json").read_text()), rounds, accuracy,
-                     timing)
+                     timing, folder)
 
 
 def seeds_on_disk(run: str, runs_dir: Path) -> list[int]:
@@ -197,8 +208,9 @@ def seeds_on_disk(run: str, runs_dir: Path) -> list[int]:
     return sorted(int(m.group(1)) for p in folder.iterdir() if p.is_dir() and (m := SEED_FOLDER.match(p.name)))
 
 
-def load_results(runs, runs_dir: Path = RUNS_DIR) -> dict[str, SeededRun]:
-    """The results of the runs that exist, grouped by run: {run: SeededRun}.
+def load_results(runs, runs_dir: Path, partitions: Mapping[str, dict] | None = None) -> dict[str, SeededRun]:
+    """The results of the runs that exist under `runs_dir`, grouped by run: {run: SeededRun}, each with its
+    partition's settings from `partitions` (params.yaml's).
 
     `runs` is grid.yaml's runs, flattened by `config.grid_runs` (`<run>-seed<s>` -> {run, seed, ...}: exactly
     those seeds, the others named missing) or an iterable of run names (every seed<s>/ folder found). Runs or seeds without
@@ -215,30 +227,29 @@ def load_results(runs, runs_dir: Path = RUNS_DIR) -> dict[str, SeededRun]:
         present = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
         results = [r for s in present if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
         if results:
-            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None)
+            partition = (partitions or {}).get(results[0].settings.get("partition", ""))
+            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None, partition)
     return found
 
 
-# ---------------------------------------------------------------- partitions
+# ---------------------------------------------------------------- what a paper's report reads
 
-@functools.lru_cache(maxsize=4)
-def params_partitions(path: Path) -> dict:
-    """params.yaml's partitions, read once per file (the report is one process; tests use their own folder)."""
-    from pipeline.config import load_params
+@dataclass(frozen=True)
+class ReportContext:
+    """Everything a paper's `build(context)` reads, and where it writes: no report module reads the working
+    directory, a module-level path or a cache, so a test builds a report from a context of its own. These
+    are the report stage's inputs (dvc.yaml): params.yaml's `profile` here and its `partitions` on each run
+    (load_results), reports/runs as the results (each seed knowing its folder), and for TCE's Figure 4
+    grid.yaml's partitions and their records."""
+    profile: str
+    results: Mapping[str, SeededRun]  # every run with results, of every paper
+    published: dict  # this paper's numbers in published.yaml
+    out_dir: Path  # this paper's report folder
+    partition_records: Path  # reports/partitions: each partition's label_counts.json
+    built_partitions: frozenset[str]  # the partitions the profile builds (grid.yaml)
 
-    return load_params(path).get("partitions") or {}
-
-
-def partition_settings(name: str, who: str) -> dict:
-    """A partition's settings as params.yaml has them (the report stage depends on `partitions`); `who`
-    names the run kind that asked, for the error."""
-    from pipeline.config import PARAMS_FILE
-    from pipeline.errors import UserError
-
-    partitions = params_partitions(PARAMS_FILE.resolve())
-    if name not in partitions:
-        raise UserError(f"params.yaml: partition {name!r}, which {who} names, is not under partitions")
-    return partitions[name]
+    def runs_of(self, paper: str) -> dict[str, SeededRun]:
+        return {key: run for key, run in self.results.items() if run.paper == paper}
 
 
 # ---------------------------------------------------------------- cells
@@ -462,25 +473,35 @@ def mean_curve(run: SeededRun) -> tuple[list[int], list[float], list[float], lis
             [max(by_round[r]) for r in rounds])
 
 
+def pyplot():
+    """matplotlib.pyplot on the Agg backend: the report draws into files, never a window, and imports
+    matplotlib only when it draws (the rest of the pipeline need not load it)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: Path, dpi: int = 100) -> None:
+    """`fig` as a PNG at `path`, written atomically, then closed. Agg's PNG holds no timestamp (its only
+    metadata is matplotlib's version), so an unchanged figure rebuilds byte for byte and a rebuilt report
+    leaves git clean."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png")
+    pyplot().close(fig)
+
+
 def plot_curves(path: Path, title: str, series: list[tuple[str, SeededRun]], targets: list[float],
                 ylim: tuple[float, float] = (0.5, 1.0), ylabel: str = "test accuracy") -> None:
     """One mean curve per run over its seeds, shaded between the seeds' min and max; legends say n."""
-    import matplotlib.pyplot as plt
-
-    fig = curves_figure(title, series, targets, ylim, ylabel)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure(curves_figure(title, series, targets, ylim, ylabel), path)
 
 
 def curves_figure(title: str, series: list[tuple[str, SeededRun]], targets: list[float],
                   ylim: tuple[float, float], ylabel: str):
     """plot_curves' figure, not yet saved."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     styles = ["-", "--", ":", "-."]  # identical curves (FedProx with a tiny mu) stay visible
     for number, (label, run) in enumerate(series):
         rounds, mean, low, high = mean_curve(run)

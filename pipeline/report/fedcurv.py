@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from pipeline.config import changed_scalings
-from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, SeededRun, accuracy_cell, algorithm_label,
-                                    diff_cell, fewer_rounds_claim, fmt, input_scaling_note, not_run_claim, plot_curves,
-                                    rounds_cell, scaled_note, seeds_note, write_table)
+from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, ReportContext, SeededRun, accuracy_cell,
+                                    algorithm_label, diff_cell, fewer_rounds_claim, fmt, input_scaling_note,
+                                    not_run_claim, plot_curves, rounds_cell, scaled_note, seeds_note, write_table)
 from pipeline.report.seeds import (HELD, INCONCLUSIVE, K_LAST, Comparison, PerSeed, compare, has_value, mean_sd,
                                    moving_means)
 
@@ -468,10 +468,10 @@ def gain_comparison(at_50: PerSeed, at_10: PerSeed) -> Comparison:
     return compare(at_50, at_10, "higher")
 
 
-def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[Claim]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    results = {k: v for k, v in results.items() if is_fedcurv_run(v)}
-    table1(results, published, out_dir, profile)
-    grid_search(results, published, out_dir, profile)
-    figures(results, out_dir, profile)
+def build(context: ReportContext) -> list[Claim]:
+    context.out_dir.mkdir(parents=True, exist_ok=True)
+    results, published = context.runs_of(PAPER), context.published
+    table1(results, published, context.out_dir, context.profile)
+    grid_search(results, published, context.out_dir, context.profile)
+    figures(results, context.out_dir, context.profile)
     return claims(results, published)

@@ -35,14 +35,14 @@ import csv
 import math
 from pathlib import Path
 
-from pipeline.io import atomic_path
-from pipeline.report.common import (NOT_RUN, Claim, SeededRun, accuracy_cell, comparisons_seeds, fmt_stat,
-                                    partition_settings, plot_curves, scaled_note, seeds_note, shift, write_table)
+from pipeline.report.common import (NOT_RUN, Claim, ReportContext, RunResult, SeededRun, accuracy_cell,
+                                    comparisons_seeds, fmt_stat, plot_curves, pyplot, save_figure, scaled_note,
+                                    seeds_note, shift, write_table)
 from pipeline.report.seeds import (INCONCLUSIVE, Comparison, PerSeed, best_of, combine, compare, has_value, mean_sd,
                                    window_mean)
 
 PAPER = "fedwavg"
-RUNS_DIR = Path("reports/runs")
+WHO = "a FedWAvg run"  # for the error when a run's partition is not in params.yaml
 TABLE1_DATASETS = ("mnist", "fashion_mnist", "svhn", "cifar10")
 TABLE45_METHODS = ("fedavg", "fedprox", "scaffold", "fednova", "fedwavg_alpha0.1", "fedwavg_alpha0.2",
                    "fedwavg_alpha0.3")
@@ -53,6 +53,12 @@ TABLE_MU = 0.1  # FedProx's μ in Tables 4-8: the paper gives none; chosen by th
 CLUSTERS = {(2, 7): "2:7", (2, 3, 4): "2:3:4"}
 DATASET_TABLE = {"svhn": "table4_svhn", "cifar10": "table5_cifar10"}
 LONG_TABLES = {"fedavg": "table6_fedavg", "fedprox": "table7_fedprox", "fedwavg": "table8_fedwavg"}
+# Tables 2-3, FedAvg on two clusterings, each with the claim it supports (the minority's examples stay
+# forgettable) and the paper's numbers that claim cites: (table, clusters, claim id, cited).
+CLUSTER_TABLES = (("table2", (2, 8), "t2_minority_forgotten", "Table 2, round 100: minority 1197 / 1129 of 1,200, "
+                                                               "majority 0-5"),
+                  ("table3", (4, 6), "t3_minority_forgotten", "Table 3, round 100: minority 1114-1130 of 1,200, "
+                                                               "majority 0-1"))
 # The experiments the count tables come from, by their length in rounds (quotes in the module docstring).
 TABLES_2_3_ROUNDS = 100
 TABLES_6_8_ROUNDS = 500
@@ -84,8 +90,12 @@ def paper_rounds(run: SeededRun) -> int:
 
 
 def clusters_of(run: SeededRun) -> tuple[int, ...] | None:
-    sizes = partition_settings(run.settings["partition"], "a FedWAvg run").get("cluster_sizes")
+    sizes = run.partition_settings(WHO).get("cluster_sizes")
     return tuple(sizes) if sizes else None
+
+
+def clusters_label(clusters: tuple[int, ...]) -> str:
+    return ":".join(map(str, clusters))
 
 
 def method_of(run: SeededRun) -> str:
@@ -120,7 +130,7 @@ def table1_runs(runs: dict) -> dict:
     placed = {}
     for run in runs.values():
         if run.settings.get("example_events"):
-            clients = partition_settings(run.settings["partition"], "a FedWAvg run").get("clients")
+            clients = run.partition_settings(WHO).get("clients")
             placed[(run.settings["dataset"], "centralised" if clients == 1 else "federated")] = run
     return placed
 
@@ -155,14 +165,10 @@ def long_runs(runs: dict) -> dict:
 
 # ---------------------------------------------------------------- per-client forgettable counts
 
-def seed_folder(run: SeededRun, seed: int) -> Path:
-    return RUNS_DIR / run.key / f"seed{seed}"
-
-
-def read_forgettable(run: SeededRun, seed: int) -> dict[int, dict[int, int]]:
+def read_forgettable(result: RunResult) -> dict[int, dict[int, int]]:
     """round -> client -> forgettable count, from the seed's forgetting/forgettable.tsv ({} if none)."""
-    path = seed_folder(run, seed) / "forgetting" / "forgettable.tsv"
-    if not path.is_file():
+    path = result.folder / "forgetting" / "forgettable.tsv" if result.folder else None
+    if path is None or not path.is_file():
         return {}
     counts: dict[int, dict[int, int]] = {}
     with path.open() as handle:
@@ -172,15 +178,15 @@ def read_forgettable(run: SeededRun, seed: int) -> dict[int, dict[int, int]]:
 
 
 def client_size(run: SeededRun) -> int:
-    return int(partition_settings(run.settings["partition"], "a FedWAvg run")["samples_per_client"])
+    return int(run.partition_settings(WHO)["samples_per_client"])
 
 
 def shares_at(run: SeededRun, round_: int) -> list[list[float] | None]:
     """Per seed: each client's forgettable share (count / its samples) at our round `round_` (a table cell)."""
     size = client_size(run)
     shares = []
-    for seed in run.seeds:
-        counts = read_forgettable(run, seed).get(round_)
+    for result in run.results:
+        counts = read_forgettable(result).get(round_)
         shares.append(None if counts is None else [counts.get(k, 0) / size for k in range(sum(clusters_of(run)))])
     return shares
 
@@ -208,8 +214,8 @@ def group_share_over_period(counts_by_round: dict[int, dict[int, int]], clusters
 
 def group_shares(run: SeededRun, at: int, minority: bool, width: int = SHARE_PERIOD) -> PerSeed:
     """Per seed (carrying the seeds): the group's share over the whole period ending at our round `at`."""
-    return run.per_seed([group_share_over_period(read_forgettable(run, seed), clusters_of(run), client_size(run),
-                                                 minority, at, width) for seed in run.seeds])
+    return run.per_seed([group_share_over_period(read_forgettable(result), clusters_of(run), client_size(run),
+                                                 minority, at, width) for result in run.results])
 
 
 def period_text(at: int, width: int = SHARE_PERIOD) -> str:
@@ -231,8 +237,9 @@ PREFIX_FILES = ("plots/metrics/test_accuracy.tsv", "forgetting/forgettable.tsv")
 def prefix_seeds(short: SeededRun, long: SeededRun) -> list[int]:
     """The seeds on which the short run's accuracy curve and forgettable counts are the long run's first
     rounds, byte for byte: the same training, stopped earlier."""
-    return [seed for seed in short.seeds if seed in long.seeds and all(
-        file_is_prefix(seed_folder(short, seed) / name, seed_folder(long, seed) / name) for name in PREFIX_FILES)]
+    longer = {result.seed: result.folder for result in long.results if result.folder}
+    return [r.seed for r in short.results if r.folder and r.seed in longer and all(
+        file_is_prefix(r.folder / name, longer[r.seed] / name) for name in PREFIX_FILES)]
 
 
 def same_training_note(short: SeededRun | None, long: SeededRun | None) -> str:
@@ -448,16 +455,12 @@ def figures(runs: dict, out_dir: Path) -> dict:
 def plot_forgettable(path: Path, placed: dict) -> None:
     """Per run of Figures 2-3, the minority's and the majority's mean forgettable share over rounds (each
     round alone: the figure shows the see-saw the claims average over)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     methods = [m for m in ("fedavg", "fedprox", "fedwavg", "fedwavg_frozen") if m in placed]
-    fig, axes = plt.subplots(1, max(1, len(methods)), figsize=(4 * max(1, len(methods)), 3.4), sharey=True,
+    fig, axes = pyplot().subplots(1, max(1, len(methods)), figsize=(4 * max(1, len(methods)), 3.4), sharey=True,
                              squeeze=False)
     for ax, method in zip(axes[0], methods):
         run = placed[method]
-        by_seed = [read_forgettable(run, s) for s in run.seeds]  # each file once (1,000 rounds in the paper profile)
+        by_seed = [read_forgettable(result) for result in run.results]  # each file once (1,000 rounds in the paper profile)
         rounds = sorted(set.intersection(*[set(counts) for counts in by_seed])) if by_seed else []
         for minority, style in ((True, "-"), (False, "--")):
             means = [mean_sd([group_share_of_round(counts[r], clusters_of(run), client_size(run), minority)
@@ -469,9 +472,7 @@ def plot_forgettable(path: Path, placed: dict) -> None:
         ax.legend(fontsize="small")
     axes[0][0].set_ylabel("forgettable examples (% of a client's)")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 # ---------------------------------------------------------------- claims
@@ -499,43 +500,50 @@ def pct(values) -> str:
     return fmt_stat(values, 1)
 
 
-def table1_claims(placed: dict, published: dict) -> list[Claim]:
+def ratios_printed(counts: dict) -> str:
+    """The paper's federated / centralised ratio per dataset, from its Table 1 counts."""
+    return ", ".join(f"{d} ×{counts['federated'][d] / counts['centralised'][d]:.1f}" for d in TABLE1_DATASETS)
+
+
+def increase_claim(placed: dict, published: dict) -> Claim:
+    """Federated above centralised events on every dataset: one comparison per dataset (an absent pair is
+    undecided), combined by the rule."""
     counts = published["table1"]
-    printed = ", ".join(f"{d} ×{counts['federated'][d] / counts['centralised'][d]:.1f}" for d in TABLE1_DATASETS)
     text = "Example-forgetting events increase from centralised to federated learning on every dataset"
-    published_text = (f"Table 1, federated / centralised events: {printed} (the paper's 'Increase (%)' row, "
-                      f"{', '.join(str(counts['increase_percent'][d]) for d in TABLE1_DATASETS)}, is this ratio × 100)")
-    comparisons, evidence = [], []
+    published_text = (f"Table 1, federated / centralised events: {ratios_printed(counts)} (the paper's 'Increase (%)' "
+                      f"row, {', '.join(str(counts['increase_percent'][d]) for d in TABLE1_DATASETS)}, is this ratio "
+                      "× 100)")
     paired_datasets = [d for d in TABLE1_DATASETS if (d, "centralised") in placed and (d, "federated") in placed]
+    if not paired_datasets:
+        return not_run("t1_increase", text, published_text, "no Table 1 pair")
+    comparisons, evidence = [], []
     for dataset in TABLE1_DATASETS:
-        cen, fed = placed.get((dataset, "centralised")), placed.get((dataset, "federated"))
         if dataset not in paired_datasets:
             comparisons.append(absent(f"{dataset}'s Table 1 pair"))
             evidence.append(f"{dataset}: not run")
             continue
-        comparison = compare(events(fed, "federated"), events(cen, "centralised"))
+        federated = events(placed[(dataset, "federated")], "federated")
+        centralised = events(placed[(dataset, "centralised")], "centralised")
+        comparison = compare(federated, centralised)
         comparisons.append(comparison)
-        evidence.append(f"{dataset}: {fmt_stat(events(fed, 'federated'), 0)} vs {fmt_stat(events(cen, 'centralised'), 0)} "
+        evidence.append(f"{dataset}: {fmt_stat(federated, 0)} vs {fmt_stat(centralised, 0)} "
                         f"({comparison.status}: {comparison.reason})")
-    claims = []
-    if not paired_datasets:
-        claims.append(not_run("t1_increase", text, published_text, "no Table 1 pair"))
-    else:
-        claims.append(claim("t1_increase", text, published_text, combine(c.status for c in comparisons),
-                            "; ".join(evidence), comparisons, "events"))
+    return claim("t1_increase", text, published_text, combine(c.status for c in comparisons), "; ".join(evidence),
+                 comparisons, "events")
+
+
+def mnist_most_claim(placed: dict, published: dict) -> Claim:
     text = "The federated / centralised ratio is largest on MNIST"
-    published_text = f"Table 1: {printed}"
+    published_text = f"Table 1: {ratios_printed(published['table1'])}"
+    mnist = ratios(placed, "mnist")
     others = {d: ratios(placed, d) for d in TABLE1_DATASETS if d != "mnist" and ratios(placed, d)}
-    if not ratios(placed, "mnist") or len(others) < 3:
+    if not mnist or len(others) < 3:
         missing = [d for d in TABLE1_DATASETS if not ratios(placed, d)]
-        claims.append(not_run("t1_mnist_most", text, published_text, ", ".join(missing)))
-    else:
-        mnist = ratios(placed, "mnist")
-        status, comparisons = best_of(mnist, others)
-        claims.append(claim("t1_mnist_most", text, published_text, status,
-                            "; ".join(f"MNIST ×{fmt_stat(mnist, 2)} vs {d} ×{fmt_stat(v, 2)} ({comparisons[d].reason})"
-                                      for d, v in others.items()), list(comparisons.values()), "× (ratio)"))
-    return claims
+        return not_run("t1_mnist_most", text, published_text, ", ".join(missing))
+    status, comparisons = best_of(mnist, others)
+    return claim("t1_mnist_most", text, published_text, status,
+                 "; ".join(f"MNIST ×{fmt_stat(mnist, 2)} vs {d} ×{fmt_stat(v, 2)} ({comparisons[d].reason})"
+                           for d, v in others.items()), list(comparisons.values()), "× (ratio)")
 
 
 def contrast_claim(claim_id: str, run: SeededRun | None, paper_round: int, label: str, published: str) -> Claim:
@@ -634,74 +642,80 @@ def freeze_claim(placed: dict) -> Claim:
                  f"by less than {FREEZE_LIMIT:g}: {small.reason}", [helps, small], "points")
 
 
-def long_claims(placed: dict) -> list[Claim]:
-    return [halving_claim(placed), oscillation_claim(placed), around_better_claim(placed), freeze_claim(placed)]
-
-
-def table45_claims(placed: dict) -> list[Claim]:
-    claims = []
+def best_top_claim(placed: dict) -> Claim:
+    """FedWAvg (α = 0.3) separated above every other method's Top at both CIFAR-10 clusterings."""
     text = "FedWAvg (α = 0.3) has the best Top accuracy on CIFAR-10, at 2:7 and at 2:3:4"
     published = "Table 5: 80.83 (2:7) and 75.27 (2:3:4), every other method lower"
     cells = {c: {m: top_average(placed.get(("cifar10", c, m)))[0] for m in TABLE45_METHODS} for c in ("2:7", "2:3:4")}
     if not all(cells[c]["fedwavg_alpha0.3"] for c in cells):
-        claims.append(not_run("t5_best_top", text, published, "a CIFAR-10 Tables 4-5 run"))
-    else:
-        comparisons, evidence = [], []
-        for clusters, values in cells.items():
-            others = {LABELS[m]: v for m, v in values.items() if m != "fedwavg_alpha0.3" and v}
-            if not others:
-                comparisons.append(absent(f"every other method at {clusters}"))
-                evidence.append(f"{clusters}: α = 0.3 {accuracy_cell(values['fedwavg_alpha0.3'], 1)}, no other method run")
-                continue
-            status, by_method = best_of(values["fedwavg_alpha0.3"], others)
-            comparisons += by_method.values()
-            best_other = max(others, key=lambda m: mean_sd(others[m])[0] or -1)
-            evidence.append(f"{clusters}: α = 0.3 {accuracy_cell(values['fedwavg_alpha0.3'], 1)}, best other "
-                            f"{best_other} {accuracy_cell(others[best_other], 1)} ({status}: "
-                            f"{by_method[best_other].reason})")
-        claims.append(claim("t5_best_top", text, published, combine(c.status for c in comparisons),
-                            "; ".join(evidence), comparisons, "points"))
-    for dataset, table in (("cifar10", "Table 5: 31.03 Top"), ("svhn", "Table 4: 19.01 Top")):
-        text = f"SCAFFOLD is the weakest method on {'CIFAR-10' if dataset == 'cifar10' else 'SVHN'} 2:3:4 (Top accuracy)"
-        values = {m: top_average(placed.get((dataset, "2:3:4", m)))[0] for m in TABLE45_METHODS}
-        if not values["scaffold"]:
-            claims.append(not_run(f"t45_scaffold_weakest_{dataset}", text, table, f"the {dataset} 2:3:4 runs"))
+        return not_run("t5_best_top", text, published, "a CIFAR-10 Tables 4-5 run")
+    comparisons, evidence = [], []
+    for clusters, values in cells.items():
+        mine = values["fedwavg_alpha0.3"]
+        others = {LABELS[m]: v for m, v in values.items() if m != "fedwavg_alpha0.3" and v}
+        if not others:
+            comparisons.append(absent(f"every other method at {clusters}"))
+            evidence.append(f"{clusters}: α = 0.3 {accuracy_cell(mine, 1)}, no other method run")
             continue
-        comparisons = {m: compare(v, values["scaffold"]) for m, v in values.items() if m != "scaffold" and v}
-        claims.append(claim(f"t45_scaffold_weakest_{dataset}", text, table,
-                            combine(c.status for c in comparisons.values()),
-                            f"SCAFFOLD {accuracy_cell(values['scaffold'], 1)}; " + "; ".join(
-                                f"{LABELS[m]} {accuracy_cell(values[m], 1)} ({c.status})" for m, c in comparisons.items()),
-                            list(comparisons.values()), "points"))
-    return claims
+        status, by_method = best_of(mine, others)
+        comparisons += by_method.values()
+        best_other = max(others, key=lambda m: mean_sd(others[m])[0] or -1)
+        evidence.append(f"{clusters}: α = 0.3 {accuracy_cell(mine, 1)}, best other {best_other} "
+                        f"{accuracy_cell(others[best_other], 1)} ({status}: {by_method[best_other].reason})")
+    return claim("t5_best_top", text, published, combine(c.status for c in comparisons), "; ".join(evidence),
+                 comparisons, "points")
+
+
+# Tables 4-5's weakest method at 2:3:4, one claim per dataset: (dataset, its name, the paper's cell).
+SCAFFOLD_WEAKEST = (("cifar10", "CIFAR-10", "Table 5: 31.03 Top"), ("svhn", "SVHN", "Table 4: 19.01 Top"))
+
+
+def scaffold_weakest_claim(placed: dict, dataset: str, name: str, published: str) -> Claim:
+    """Every other method of the dataset's 2:3:4 table separated above SCAFFOLD's Top."""
+    claim_id = f"t45_scaffold_weakest_{dataset}"
+    text = f"SCAFFOLD is the weakest method on {name} 2:3:4 (Top accuracy)"
+    values = {m: top_average(placed.get((dataset, "2:3:4", m)))[0] for m in TABLE45_METHODS}
+    if not values["scaffold"]:
+        return not_run(claim_id, text, published, f"the {dataset} 2:3:4 runs")
+    comparisons = {m: compare(v, values["scaffold"]) for m, v in values.items() if m != "scaffold" and v}
+    evidence = f"SCAFFOLD {accuracy_cell(values['scaffold'], 1)}; " + "; ".join(
+        f"{LABELS[m]} {accuracy_cell(values[m], 1)} ({c.status})" for m, c in comparisons.items())
+    return claim(claim_id, text, published, combine(c.status for c in comparisons.values()), evidence,
+                 list(comparisons.values()), "points")
+
+
+def claims(published: dict, table1_placed: dict, by_clusters: dict, table45_placed: dict,
+           long_placed: dict) -> list[Claim]:
+    """The paper's claims in the ledger's order, each on the runs its table or figure placed."""
+    found = [increase_claim(table1_placed, published), mnist_most_claim(table1_placed, published)]
+    found += [contrast_claim(claim_id, by_clusters.get(clusters), 100, clusters_label(clusters), cited)
+              for _, clusters, claim_id, cited in CLUSTER_TABLES]
+    found += [best_top_claim(table45_placed)]
+    found += [scaffold_weakest_claim(table45_placed, *row) for row in SCAFFOLD_WEAKEST]
+    return found + [decide(long_placed) for decide in (halving_claim, oscillation_claim, around_better_claim,
+                                                      freeze_claim)]
 
 
 # ---------------------------------------------------------------- the report
 
-def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[Claim]:
+def build(context: ReportContext) -> list[Claim]:
+    out_dir, published = context.out_dir, context.published
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = {k: v for k, v in results.items() if v.paper == PAPER}
+    runs = context.runs_of(PAPER)
     table1_placed = table1(runs, published, out_dir)
     by_clusters = {clusters_of(r): r for r in cluster_runs(runs, 100) if method_of(r) == "fedavg"}
     table45_placed, _ = table45(runs, published, out_dir)
     long_placed = figures(runs, out_dir)
     # Tables 2 and 6 (2:8, FedAvg): the paper's two experiments; say whether ours are two trainings.
     same_training = same_training_note(by_clusters.get((2, 8)), long_placed.get("fedavg"))
-    for name, clusters, title in (("table2", (2, 8), "FedWAvg Table 2: forgettable examples per client, FedAvg, 2:8"),
-                                  ("table3", (4, 6), "FedWAvg Table 3: forgettable examples per client, FedAvg, 4:6")):
+    for name, clusters, _, _ in CLUSTER_TABLES:
         run = by_clusters.get(clusters)
-        count_table(name, title, run, published[name], published[name]["clients"], out_dir,
-                    {run.key: run} if run else {}, TABLES_2_3_ROUNDS, [same_training] if name == "table2" else [])
+        count_table(name, f"FedWAvg Table {name[5]}: forgettable examples per client, FedAvg, {clusters_label(clusters)}",
+                    run, published[name], published[name]["clients"], out_dir, {run.key: run} if run else {},
+                    TABLES_2_3_ROUNDS, [same_training] if name == "table2" else [])
     for method, name in LONG_TABLES.items():
         run = long_placed.get(method)
         count_table(name, f"FedWAvg Table {name[5]}: forgettable examples per client, {LABELS[method]}, 2:8",
                     run, published[name], published["table2"]["clients"], out_dir, {run.key: run} if run else {},
                     TABLES_6_8_ROUNDS, [same_training] if name == "table6_fedavg" else [])
-    claims = table1_claims(table1_placed, published)
-    claims += [contrast_claim("t2_minority_forgotten", by_clusters.get((2, 8)), 100, "2:8",
-                              "Table 2, round 100: minority 1197 / 1129 of 1,200, majority 0-5"),
-               contrast_claim("t3_minority_forgotten", by_clusters.get((4, 6)), 100, "4:6",
-                              "Table 3, round 100: minority 1114-1130 of 1,200, majority 0-1")]
-    claims += table45_claims(table45_placed)
-    claims += long_claims(long_placed)
-    return claims
+    return claims(published, table1_placed, by_clusters, table45_placed, long_placed)

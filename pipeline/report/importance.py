@@ -14,11 +14,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from pipeline.io import atomic_path
-from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, RunResult, SeededRun, accuracy_cell, accuracy_note,
-                                    algorithm_label, comparison_claim, comparisons_seeds, diff_cell,
-                                    fewer_rounds_claim, fmt, input_scaling_note, not_run_claim, plot_curves,
-                                    rounds_cell, scaled_note, seeds_note, write_table)
+from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, ReportContext, RunResult, SeededRun, accuracy_cell,
+                                    accuracy_note, algorithm_label, comparison_claim, comparisons_seeds, diff_cell,
+                                    fewer_rounds_claim, fmt, input_scaling_note, not_run_claim, plot_curves, pyplot,
+                                    rounds_cell, save_figure, scaled_note, seeds_note, write_table)
 from pipeline.report.seeds import K_LAST, best_of, combine, compare, has_value
 
 PAPER = "importance"
@@ -413,16 +412,10 @@ def not_run_text(title: str, missing: list[str]) -> str:
 def not_run_figure(path: Path, title: str, missing: list[str]) -> None:
     """A figure that says which runs are not in this profile. Written rather than skipped: the report
     index links every figure in the folder, and a figure left from an earlier build would stay there."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     ax.axis("off")
     ax.text(0.5, 0.5, not_run_text(title, missing), ha="center", va="center", fontsize="small", wrap=True)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def curves_or_not_run(path: Path, title: str, series: list, missing: list[str], targets: list[float],
@@ -559,13 +552,12 @@ def figure2_claim(results: dict) -> Claim:
                  comparisons, "points")
 
 
-def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[Claim]:
+def build(context: ReportContext) -> list[Claim]:
+    out_dir, profile = context.out_dir, context.profile
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = {k: v for k, v in results.items() if v.paper == PAPER}
-    table1(results, published, out_dir, profile)
-    table2(results, published, out_dir, profile)
-    table3(results, published, out_dir, profile)
-    table4(results, published, out_dir, profile)
+    results, published = context.runs_of(PAPER), context.published
+    for table in (table1, table2, table3, table4):
+        table(results, published, out_dir, profile)
     figure2(results, out_dir, profile)
     ablation_curves(results, published, out_dir, profile)
     return claims(results, published)

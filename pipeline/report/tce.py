@@ -16,11 +16,8 @@ from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.forgetting import draw_forgetting_row, read_probe
-from pipeline.inputs import PARTITION_RECORDS  # each partition's label_counts.json, in git
-from pipeline.io import atomic_path
-from pipeline.report.common import partition_settings as common_partition_settings
-from pipeline.report.common import (NC, NOT_RUN, Claim, SeededRun, accuracy_cell, comparisons_seeds, plot_curves,
-                                    scaled_note, seeds_note, shift, write_table)
+from pipeline.report.common import (NC, NOT_RUN, Claim, ReportContext, SeededRun, accuracy_cell, comparisons_seeds,
+                                    plot_curves, pyplot, save_figure, scaled_note, seeds_note, shift, write_table)
 from pipeline.report.seeds import (FAILED, HELD, INCONCLUSIVE, Comparison, PerSeed, combine, compare, has_value,
                                    mean_sd)
 
@@ -46,15 +43,11 @@ def method_of(settings: dict) -> str | None:
     return METHODS.get((settings.get("loss", "ce"), settings.get("norm") or "group"))
 
 
-def partition_settings(name: str) -> dict:
-    return common_partition_settings(name, "a TCE run")
-
-
 def point_of(run: SeededRun) -> tuple:
     """(dataset, method, lr, alpha, C) of a run; alpha None for a partition that is not Dirichlet
     (FEMNIST's writers), which counts as the base point."""
     s = run.settings
-    alpha = partition_settings(s["partition"]).get("alpha")
+    alpha = run.partition_settings("a TCE run").get("alpha")
     return s["dataset"], method_of(s), float(s["lr"]), None if alpha is None else float(alpha), \
         float(s["client_fraction"])
 
@@ -219,11 +212,7 @@ def sweep(runs: dict, axis: str) -> dict:
 
 
 def plot_sweep(path: Path, points: dict, axis: str, title: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = pyplot().subplots(figsize=(6, 4))
     for method, by_x in sorted(points.items()):
         values = {x: final_values(run) for x, run in by_x.items()}
         xs = sorted(x for x, v in values.items() if v and all(has_value(a) for a in v))
@@ -237,9 +226,7 @@ def plot_sweep(path: Path, points: dict, axis: str, title: str) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def figure3(runs: dict, out_dir: Path) -> dict:
@@ -275,32 +262,28 @@ def margin_cell(first: SeededRun | None, second: SeededRun | None) -> str:
     return cell(margins(first, second)) if first is not None and second is not None else NOT_RUN
 
 
-def figure4_mixes(built: set[str]) -> dict[float, list]:
-    """Each α's class mix from its partition's record in git (reports/partitions/<name>/label_counts.json),
-    for the Figure 4 partitions the profile builds. A built one whose record is missing is an error, not
-    a figure drawn with a panel less."""
+def figure4_mixes(built: set[str] | frozenset[str], records: Path) -> dict[float, list]:
+    """Each α's class mix from its partition's record in git (`records`/<name>/label_counts.json, records
+    being reports/partitions), for the Figure 4 partitions the profile builds. A built one whose record is
+    missing is an error, not a figure drawn with a panel less."""
     mixes = {}
     for alpha, name in FIGURE4_PARTITIONS.items():
         if name not in built:
             continue
-        path = PARTITION_RECORDS / name / "label_counts.json"
+        path = records / name / "label_counts.json"
         if not path.is_file():
             raise UserError(f"{path}: missing, so TCE's Figure 4 cannot be drawn; run `dvc repro partition@{name}`")
         mixes[alpha] = json.loads(path.read_text())["train"]
     return mixes
 
 
-def figure4(out_dir: Path, built: set[str]) -> None:
+def figure4(out_dir: Path, built: frozenset[str], records: Path) -> None:
     """The class mix of ten random clients for α = 0.1, 0.5 and 100 (training samples); none when the
     profile builds none of those partitions (a test grid)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    mixes = figure4_mixes(built)
+    mixes = figure4_mixes(built, records)
     if not mixes:
         return
-    fig, axes = plt.subplots(1, len(mixes), figsize=(5 * len(mixes), 4), squeeze=False)
+    fig, axes = pyplot().subplots(1, len(mixes), figsize=(5 * len(mixes), 4), squeeze=False)
     chosen = sorted(random.Random(0).sample(range(100), 10))
     for ax, (alpha, counts) in zip(axes[0], sorted(mixes.items())):
         bottom = [0] * len(chosen)
@@ -314,9 +297,7 @@ def figure4(out_dir: Path, built: set[str]) -> None:
     axes[0][-1].legend(title="class", fontsize="x-small", bbox_to_anchor=(1.02, 1), loc="upper left")
     fig.suptitle("TCE Figure 4: the class mix of ten random clients (CIFAR-10, 100 clients)")
     fig.tight_layout()
-    with atomic_path(out_dir / "figure4.png") as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
-    plt.close(fig)
+    save_figure(fig, out_dir / "figure4.png")
 
 
 def probe_figures(run: SeededRun) -> dict[str, int]:
@@ -331,10 +312,6 @@ def probe_figures(run: SeededRun) -> dict[str, int]:
 
 def forgetting_figures(runs: dict, out_dir: Path) -> dict:
     """CE above TCE (GN, CIFAR-10, the first seed), difference / post / prior, at each probe round."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     pair = {m: find(runs, "cifar10", m, main_only=True) for m in ("fedavg_gn", "tce_gn")}
     if any(r is None for r in pair.values()):
         return {}
@@ -342,20 +319,19 @@ def forgetting_figures(runs: dict, out_dir: Path) -> dict:
     for name, round_ in figures.items():
         records = {}
         for method, run in pair.items():
-            path = Path("reports/runs") / run.key / f"seed{run.seeds[0]}" / "forgetting" / f"round_{round_}.json"
-            if path.is_file():
+            folder = run.results[0].folder
+            path = folder / "forgetting" / f"round_{round_}.json" if folder else None
+            if path and path.is_file():
                 records[method] = read_probe(path)
         if len(records) < 2:
             continue
-        fig, axes = plt.subplots(2, 3, figsize=(17, 10))
+        fig, axes = pyplot().subplots(2, 3, figsize=(17, 10))
         for row, method in enumerate(("fedavg_gn", "tce_gn")):
             draw_forgetting_row(fig, axes[row], records[method], f"{'CE' if method == 'fedavg_gn' else 'TCE'}: ")
         fig.suptitle(f"TCE {name.replace('figure', 'Figure ')}: local client forgetting after round {round_} of "
                      f"{pair['fedavg_gn'].settings['rounds']} (CIFAR-10, GN, seed {pair['fedavg_gn'].seeds[0]})")
         fig.tight_layout()
-        with atomic_path(out_dir / f"{name}_round{round_}.png") as tmp:
-            fig.savefig(tmp, dpi=80, format="png")
-        plt.close(fig)
+        save_figure(fig, out_dir / f"{name}_round{round_}.png", dpi=80)
     return figures
 
 
@@ -763,24 +739,15 @@ def margin_comparison(first, second) -> Comparison:
     return compare(in_points(first), in_points(second))
 
 
-def built_partitions() -> set[str]:
-    """The partitions of the active profile (grid.yaml, on which the report stage depends); without a
-    grid (a report built outside the pipeline, as tests do), those whose records are there."""
-    from pipeline.config import GRID_FILE, read_yaml
-
-    if not GRID_FILE.is_file():
-        return {name for name in FIGURE4_PARTITIONS.values() if (PARTITION_RECORDS / name).is_dir()}
-    return set(read_yaml(GRID_FILE)["grid"]["partitions"])
-
-
-def build(results: dict, published: dict, out_dir: Path, profile: str) -> list[Claim]:
+def build(context: ReportContext) -> list[Claim]:
+    out_dir, published = context.out_dir, context.published
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = {k: v for k, v in results.items() if v.paper == PAPER and method_of(v.settings) is not None}
-    ours = table1(runs, published, out_dir, profile)
+    runs = {k: v for k, v in context.runs_of(PAPER).items() if method_of(v.settings) is not None}
+    ours = table1(runs, published, out_dir, context.profile)
     table2(ours, published, out_dir)
     figure2(runs, out_dir)
     sweeps = figure3(runs, out_dir)
-    figure4(out_dir, built_partitions())
+    figure4(out_dir, context.built_partitions, context.partition_records)
     figures = forgetting_figures(runs, out_dir)
     forgetting_table(runs, figures, out_dir)
     return claims(runs, published, ours, sweeps)
