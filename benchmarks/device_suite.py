@@ -6,8 +6,9 @@ models, on both training paths, so that the path and the chunk size on a GPU are
 
 Workloads (synthetic images of the datasets' shapes: speed does not depend on the pixels, and the GPU
 machine has no prepared datasets): ResNet-18 with GroupNorm and with BatchNorm (TCE), the shallow
-ResNet with Adam (FedWAvg), DenseNet-121 on 28x28 images with Adam (FedWAvg's Table 1), and the
-dropout CNN at B = 256 (FedCurv), each one FedAvg round of a few clients. Per workload and path: one
+ResNet with Adam (FedWAvg), DenseNet-121 on 28x28 images with Adam (FedWAvg's Table 1), the
+dropout CNN at B = 256 (FedCurv), and FedAvg's CNN and the 200-200 MLP at B = 10 (the paper profile's small
+runs), each one FedAvg round of a few clients. Per workload and path: one
 untimed warm-up round (vmap's tracing, cuDNN's choices, the allocator), then `repeats` timed rounds,
 the device synchronised around each; images a second = the round's samples (E x the cohort's) over its
 median seconds; peak memory = torch.cuda.max_memory_allocated over the timed rounds (CUDA only). A path
@@ -69,6 +70,12 @@ WORKLOADS = [
                    "densenet121", (28, 28, 1), 2, 256, 64, optimizer="adam", lr=0.001),
     DeviceWorkload("dropout_cnn", "dropout CNN (FedCurv's cnn_mnist), 28x28x1, 8 clients x 512, B=256, SGD 0.01",
                    "cnn_mnist", (28, 28, 1), 8, 512, 256),
+    # the paper profile's small models at its B = 10 (Importance From Agent, FedAvg's MNIST runs): many tiny
+    # steps, where the per-step overhead and the path matter more than the arithmetic
+    DeviceWorkload("cnn_fedavg", "FedAvg's CNN (cnn_fedavg), 28x28x1, 10 clients x 600, B=10, SGD 0.01",
+                   "cnn_fedavg", (28, 28, 1), 10, 600, 10),
+    DeviceWorkload("mlp_200", "MLP 200-200 (mlp_200), 28x28x1, 10 clients x 600, B=10, SGD 0.01",
+                   "mlp_200", (28, 28, 1), 10, 600, 10),
 ]
 
 

@@ -62,8 +62,11 @@ class ClientData:
             return gather_rows(self.normalised, index)
         return self.normalise(gather_rows(self.x, index))
 
-    def normalise(self, images: torch.Tensor) -> torch.Tensor:
-        images = images.movedim(-1, -3).float().div_(255.0)  # [..., H, W, C] uint8 -> [..., C, H, W]
+    def normalise(self, images: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Pixels in [0, 1] standardised per channel, computed in `dtype`: a CUDA division by a scalar is a
+        multiplication by its reciprocal, one float32 ulp off the CPU's quotient, so a float64 comparison of
+        the devices must normalise in float64 too."""
+        images = images.movedim(-1, -3).to(dtype).div_(255.0)  # [..., H, W, C] uint8 -> [..., C, H, W]
         return (images - self.mean.view(-1, 1, 1)) / self.std.view(-1, 1, 1)
 
     def client_on_host(self, client: int) -> torch.Tensor:

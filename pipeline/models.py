@@ -73,6 +73,8 @@ class KeyedBatchNorm2d(nn.BatchNorm2d):
         self.register_buffer("present", torch.empty(0), persistent=False)
 
     def forward(self, x):
+        if not self.training and self.track_running_stats and x.is_cuda:
+            return self.normalise_with_running_statistics(x)
         if not self.training or self.present.numel() == 0:
             return super().forward(x)
         present = self.present.to(x.dtype).reshape(-1, *([1] * (x.dim() - 1)))
@@ -90,6 +92,17 @@ class KeyedBatchNorm2d(nn.BatchNorm2d):
         if self.track_running_stats:
             self.update_running_statistics(mean.detach(), variance.detach(), count)
         return out
+
+    def normalise_with_running_statistics(self, x):
+        """Evaluation as the affine map it is, in elementwise operations. On CUDA, torch.batch_norm under
+        vmap (the cohort's evaluation, one model per client) stops with "NYI: querying is_contiguous inside
+        of vmap" (torch 2.11, H200); the CPU keeps torch's own kernel, so CPU results stay bit for bit."""
+        channel = (1, -1, *([1] * (x.dim() - 2)))
+        scale = torch.rsqrt(self.running_var + self.eps)
+        shift = -self.running_mean * scale
+        if self.affine:
+            scale, shift = scale * self.weight, shift * self.weight + self.bias
+        return x * scale.reshape(channel) + shift.reshape(channel)
 
     def update_running_statistics(self, mean, variance, count) -> None:
         """BatchNorm's update (unbiased variance; momentum None = the cumulative mean), only if any sample

@@ -68,7 +68,8 @@ def syncs_in_training(found: list):
                     return real(*args, **kwargs)
                 finally:
                     torch.cuda.set_sync_debug_mode("default")
-                    found.extend(str(w.message) for w in caught if "synchroniz" in str(w.message))
+                    found.extend(str(w.message) for w in caught if "synchroniz" in str(w.message)
+                                 and "prototype feature" not in str(w.message))  # the mode's own notice
         stack.enter_context(mock.patch.object(pipeline.rounds, name, watched))
     with stack:
         yield
@@ -83,7 +84,7 @@ def round_on(device, setup, name, hp, vectorized, rounds=1, max_chunk=3, dtype=N
     model = build_model(model_name, shape, 3, 0, extra.get("norm")).to(device)
     if dtype is not None:
         model = model.to(dtype)
-        data.normalised = data.normalise(data.x).to(dtype)  # the inputs in the model's precision
+        data.normalised = data.normalise(data.x, dtype)  # the inputs in the model's precision
     state = initial_state(model, algorithm, len(SIZES), hp)
     losses = []
     for round_ in range(1, rounds + 1):
@@ -147,9 +148,17 @@ def test_keyed_draws_do_not_depend_on_the_chunking():
         assert all(torch.equal(a[name][2:], b[name]) for name in a)
         assert all(m.device.type == CUDA.type for m in a.values())
         assert torch.equal(augment_whole.draws(3), augment_chunk.draws(1))
-    cut, uncut = (round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=size)[0] for size in (1, 4))
+    # a round in float64, so that the kernels' choices by batch shape (TF32 convolutions in float32) do not
+    # hide a difference in the draws
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        cut, uncut = (round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=size, dtype=torch.float64)[0]
+                      for size in (1, 4))
+    finally:
+        torch.set_default_dtype(previous)
     for (path, left), (_, right) in zip(device_leaves(cut), device_leaves(uncut)):
-        torch.testing.assert_close(left, right, rtol=1e-5, atol=1e-6, msg=path)
+        torch.testing.assert_close(left, right, rtol=1e-9, atol=1e-12, msg=path)
 
 
 @pytest.mark.parametrize("model_name, shape", [("cnn_fedavg_bn", (8, 8, 3)), ("resnet_shallow_small", (16, 16, 3))])
@@ -230,8 +239,9 @@ def test_more_nccl_processes_than_gpus_is_one_line(monkeypatch):
 DETERMINISTIC = """
 import torch, sys
 from pipeline.models import build_model
-model = build_model("resnet_shallow_small", (16, 16, 3), 3, 0).cuda()
-x = torch.randn(4, 3, 16, 16, device="cuda")
+name, shape = sys.argv[2], tuple(int(side) for side in sys.argv[3].split("x"))
+model = build_model(name, shape, 3, 0).cuda()
+x = torch.randn(4, shape[2], shape[0], shape[1], device="cuda")
 if sys.argv[1] == "strict":
     torch.use_deterministic_algorithms(True)
 else:
@@ -245,12 +255,20 @@ except RuntimeError as error:
 """
 
 
-def test_deterministic_kernels_train_adaptive_pooling_models_where_the_strict_setting_stops_them():
-    """In fresh processes: the flags are global, and cuBLAS reads its workspace setting at start."""
+@pytest.mark.parametrize("name, shape", [("resnet_shallow_small", "16x16x3"), ("resnet18", "32x32x3"),
+                                         ("densenet121", "28x28x1")])
+def test_deterministic_kernels_train_adaptive_pooling_models(name, shape):
+    """In fresh processes: the flags are global, and cuBLAS reads its workspace setting at start. The
+    strict setting is recorded (a warning in the log), not asserted: which torch versions have a
+    deterministic CUDA backward for these models' global pooling varies (torch 2.11 on an H200 trained
+    them under it)."""
     def outcome(mode: str) -> str:
-        result = subprocess.run([sys.executable, "-c", DETERMINISTIC, mode], cwd=REPO, capture_output=True, text=True,
-                                timeout=120, env={**os.environ, "CUBLAS_WORKSPACE_CONFIG": ":4096:8"})
+        result = subprocess.run([sys.executable, "-c", DETERMINISTIC, mode, name, shape], cwd=REPO,
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "CUBLAS_WORKSPACE_CONFIG": ":4096:8"})
         assert result.returncode == 0, result.stderr[-2000:]
         return result.stdout.strip().splitlines()[-1]
     assert outcome("warn_only") == "trained"
-    assert "adaptive_avg_pool2d_backward_cuda" in outcome("strict")  # why warn_only (if torch gains one, drop this)
+    strict = outcome("strict")
+    assert strict == "trained" or "adaptive_avg_pool2d_backward_cuda" in strict, strict
+    warnings.warn(f"{name}: torch {torch.__version__} strict deterministic setting: {strict}")

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-WORKLOADS = {"resnet18_gn", "resnet18_bn", "resnet_shallow_adam", "densenet121", "dropout_cnn"}
+WORKLOADS = {"resnet18_gn", "resnet18_bn", "resnet_shallow_adam", "densenet121", "dropout_cnn", "cnn_fedavg",
+             "mlp_200"}
 # One test function per part of the check the issue asks for (tests/test_gpu.py).
 PARTS = ["test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_steps",
          "test_cuda_agrees_with_the_cpu_in_float64", "test_keyed_draws_do_not_depend_on_the_chunking",
@@ -64,4 +65,4 @@ def test_the_device_benchmark_names_an_unknown_workload_in_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "error: --device-workloads: vgg not in the device suite; allowed: resnet18_gn, resnet18_bn, "
-        "resnet_shallow_adam, densenet121, dropout_cnn"]
+        "resnet_shallow_adam, densenet121, dropout_cnn, cnn_fedavg, mlp_200"]
