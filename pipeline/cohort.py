@@ -195,7 +195,7 @@ def make_objective(model, algorithm, hp, record_correct: bool = True):
     When the algorithm gives its penalty's gradient in closed form (`penalty_affine`), the objective is
     the data loss alone and `add_penalty_gradient` adds that gradient outside vmap: the same numbers,
     without differentiating a parameter-sized quadratic through vmap at every step."""
-    closed_form = hasattr(algorithm, "penalty_affine")
+    closed_form = algorithm.penalty_affine is not None
 
     def objective(params, extra, x, y, w, keep, shared, ctx):
         logits = functional_call(model, {**params, **extra}, (x,))
@@ -213,7 +213,7 @@ def make_objective(model, algorithm, hp, record_correct: bool = True):
 def closed_form_penalty(algorithm, hp, shared: dict, ctx: dict):
     """The penalty's gradient as (scale, offset), scale·θ − offset, fixed for a whole round; None when
     there is no term (or the algorithm gives no closed form and vmap differentiates its penalty)."""
-    if not hasattr(algorithm, "penalty_affine"):
+    if algorithm.penalty_affine is None:
         return None
     return algorithm.penalty_affine(shared, ctx, hp)
 
@@ -291,7 +291,7 @@ class CohortOutcome:
 def by_hand_applies(job: CohortJob) -> bool:
     """The hand-written batched MLP layers give the gradients (pipeline.cohort_mlp); they do not report
     each presentation's correctness, so a run that records it takes vmap."""
-    return (cohort_mlp.is_plain_mlp(job.model) and hasattr(job.algorithm, "penalty_affine") and not job.record_correct
+    return (cohort_mlp.is_plain_mlp(job.model) and job.algorithm.penalty_affine is not None and not job.record_correct
             and not job.fixed)
 
 

@@ -10,7 +10,7 @@ algorithm's `init_state` adds.
 
 A round hands each client's whole local result (`LocalResult`: start and end parameters, number of
 steps, its context, the model and its data) to the algorithm's `client_upload`, and after aggregation
-calls the algorithm's optional `after_aggregate(state, view, hp)` with a `RoundView` that can evaluate
+calls the algorithm's `after_aggregate(state, view, hp)` with a `RoundView` that can evaluate
 the new global model on client data. The forgetting probes read the same view, so a quantity both need
 (the forgettable examples) is computed once.
 """
@@ -198,7 +198,7 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
     fixed = repeat_for({n: v for n, v in state["params"].items() if n in frozen}, len(members))
     buffers = repeat_for(state["buffers"], len(members))
     contexts = stack_trees([algorithm.client_context(state, k, hp) for k in members])
-    tracker_factory = getattr(algorithm, "local_tracker", lambda hp: None)(hp)
+    tracker_factory = algorithm.local_tracker(hp)
     job = CohortJob(model, algorithm, hp, data, optimizer, shared, contexts, index, weight,
                     client_logit_mask(settings["loss"], data, members),
                     DropoutDraws(model, members, seed, round_, settings["batch_size"], data.inputs(index[0, 0, :1])),
@@ -295,16 +295,12 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dic
         return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
     new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_],
                                 frozen_names(model, settings))
-    view = None
-    if probe or hasattr(algorithm, "after_aggregate"):
-        view = RoundView(model, data, locals_, state, new_state)
-    if hasattr(algorithm, "after_aggregate"):
-        new_state = algorithm.after_aggregate(new_state, view, hp)
-        view.new = new_state
+    view = RoundView(model, data, locals_, state, new_state)  # evaluates nothing until asked
+    new_state = algorithm.after_aggregate(new_state, view, hp)
+    view.new = new_state
     if events is not None:  # after the algorithm's own step, which builds its state without this engine key
         new_state = {**new_state, "presentations": presentations}
-        if view is not None:
-            view.new = new_state
+        view.new = new_state
     return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, False, cohort,
                        view if probe else None, events)
 
@@ -334,9 +330,10 @@ def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers, froz
     and the BatchNorm buffers averaged with the parameters' weights. `frozen` parameters keep their
     global values exactly (a weighted mean of equal values can move them by a rounding error)."""
     store = dict(state["clients"])
-    if hasattr(algorithm, "remember"):
-        for up in uploads:
-            store[up["client"]] = algorithm.remember(up, hp)
+    for up in uploads:
+        kept = algorithm.remember(up, hp)
+        if kept is not None:
+            store[up["client"]] = kept
     # "previous_clients": the store before this round's uploads, for an algorithm that keeps running sums
     # over it (FedCurv's u and v: it adds the uploaders' new entries and takes out the ones they replace,
     # O(cohort) instead of a re-sum over every client). Never part of the state kept.

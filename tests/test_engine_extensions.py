@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import synthetic
 from pipeline import models
-from pipeline.algorithms import fedavg, fedcurv
+from pipeline.algorithms import as_algorithm, fedavg, fedcurv
 from pipeline.clientdata import ClientData
 from pipeline.losses import client_logit_mask, per_sample_loss
 from pipeline.rounds import initial_state, probe_positions, run_round
@@ -359,7 +359,7 @@ class Recorder:
 
 
 def test_uploads_see_steps_start_and_data_and_the_store_reaches_the_next_round():
-    algorithm = Recorder()
+    algorithm = as_algorithm(Recorder())
     data = make_data((6, 9, 5))
     model = build("mlp_200")
     state = initial_state(model, algorithm, 3, {})

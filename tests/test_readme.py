@@ -155,7 +155,8 @@ def test_the_readme_run_entry_has_every_required_key_and_validates():
 
 
 def readme_algorithm(tmp_path: Path, monkeypatch):
-    """The README's algorithm module, written to a file and registered as the package would find it."""
+    """The README's algorithm module, written to a file, checked and completed as the package's discovery
+    does, and registered."""
     from pipeline import algorithms
 
     [source] = [b for b in code_blocks(readme(), "python") if "NAME =" in b]
@@ -167,7 +168,7 @@ def readme_algorithm(tmp_path: Path, monkeypatch):
     spec = importlib.util.spec_from_file_location(f"pipeline.algorithms.{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    monkeypatch.setitem(algorithms.ALGORITHMS, name, module)
+    monkeypatch.setitem(algorithms.ALGORITHMS, name, algorithms.as_algorithm(module))
     return module, tree
 
 

@@ -1,4 +1,9 @@
-"""Pieces several algorithms share: weighted sums of client uploads."""
+"""Pieces several algorithms share (weighted sums of client uploads), and every hook's default.
+
+The defaults are FedAvg's own parts: pipeline.algorithms.DEFAULTS gives each to the modules that leave
+its hook out (pipeline.algorithms.Algorithm says what each hook does), so a module writes only what it
+changes and FedAvg's module is its NAME alone.
+"""
 from __future__ import annotations
 
 import torch
@@ -14,8 +19,11 @@ def zeros_like(params: dict) -> dict:
     return {name: torch.zeros_like(value) for name, value in params.items()}
 
 
-# The parts of an algorithm that only FedAvg's plain form needs: a module takes these by assignment
-# (`shared_context = common.no_shared_context`) and writes only what it changes.
+# ---------------------------------------------------------------- the hooks' defaults (FedAvg)
+
+def no_problems(path, hp):
+    return []
+
 
 def params_state(global_params, num_clients, hp):
     return {"params": global_params}
@@ -37,10 +45,30 @@ def no_penalty_affine(shared, ctx, hp):
     return None  # no term: the local objective is the data loss alone
 
 
+def no_tracker(hp):
+    return None
+
+
 def params_upload(local, hp):
     return {"params": local.params}
+
+
+def nothing_remembered(upload, hp):
+    return None
 
 
 def sample_weighted_average(state, uploads, weights, hp):
     """FedAvg's server step: the uploads' parameters averaged with the sample-size weights."""
     return {**state, "params": weighted_sum(uploads, weights, "params")}
+
+
+def state_unchanged(state, view, hp):
+    return state
+
+
+def only_params_down(hp):
+    return ()
+
+
+def only_params_up(hp):
+    return ("params",)

@@ -63,10 +63,6 @@ def init_state(global_params, num_clients, hp):
             "w_total": torch.zeros((), dtype=like.dtype, device=like.device), "summed": []}
 
 
-def shared_context(state, hp):
-    return {}
-
-
 def client_context(state, client, hp):
     """The sums with the client's own last upload taken out: u − F_k, v − F_k·θ_k and the constant.
 

@@ -24,26 +24,10 @@ FedAvg's weights (they are not an optimiser's update). With equal step counts τ
 """
 from __future__ import annotations
 
-from pipeline.algorithms import common
 from pipeline.algorithms.common import weighted_sum
 from pipeline.optimizers import SGD
 
 NAME = "fednova"
-HYPERPARAMS: dict = {}
-
-init_state = common.params_state
-shared_context = common.no_shared_context
-client_context = common.no_client_context
-penalty = common.no_penalty
-penalty_affine = common.no_penalty_affine
-
-
-def check(path, hp):
-    return []
-
-
-def sent_down(hp):
-    return ()
 
 
 def sent_up(hp):

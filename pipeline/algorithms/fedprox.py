@@ -1,28 +1,14 @@
 """FedProx (Li et al. 2020): FedAvg plus the proximal term μ/2·‖θ − θ_t‖² in every local objective."""
 from __future__ import annotations
 
-from pipeline.algorithms import common
 from pipeline.checks import check_nonnegative
 
 NAME = "fedprox"
 HYPERPARAMS = {"mu": 0.01}
 
-init_state = common.params_state
-client_context = common.no_client_context
-client_upload = common.params_upload
-aggregate = common.sample_weighted_average
-
 
 def check(path, hp):
     return check_nonnegative(f"{path}.mu", hp["mu"])
-
-
-def sent_down(hp):
-    return ()  # θ_t only, which every algorithm sends
-
-
-def sent_up(hp):
-    return ("params",)
 
 
 def shared_context(state, hp):

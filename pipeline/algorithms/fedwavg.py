@@ -28,18 +28,11 @@ The count is one integer per client every `period` rounds; it is left out of the
 """
 from __future__ import annotations
 
-from pipeline.algorithms import common
 from pipeline.algorithms.common import weighted_sum
 from pipeline.checks import check_int, is_number
 
 NAME = "fedwavg"
 HYPERPARAMS = {"alpha": 0.3, "period": 1}
-
-shared_context = common.no_shared_context
-client_context = common.no_client_context
-penalty = common.no_penalty
-penalty_affine = common.no_penalty_affine
-client_upload = common.params_upload
 
 
 def check(path, hp):
@@ -48,14 +41,6 @@ def check(path, hp):
     if not is_number(alpha) or not 0 <= alpha < 1:
         problems.append(f"{path}.alpha: {alpha!r} is not allowed; expected a number in [0, 1) (eq. 2)")
     return problems + check_int(f"{path}.period", hp["period"], 1)
-
-
-def sent_down(hp):
-    return ()
-
-
-def sent_up(hp):
-    return ("params",)
 
 
 def init_state(global_params, num_clients, hp):

@@ -98,10 +98,6 @@ def shared_context(state, hp):
     return {"global": state["params"], "fisher": state["fisher"]}
 
 
-def client_context(state, client, hp):
-    return {}
-
-
 def penalty(params, shared, ctx, hp):
     weight = penalty_weight(shared, hp)
     if weight is None:
