@@ -35,6 +35,7 @@ from pipeline.io import write_json, write_text
 from pipeline.models import build_model
 from pipeline.rounds import initial_state, run_round
 from pipeline.runs import RUN_DEFAULTS
+from pipeline.settings import RoundSettings
 
 SEED = 0
 CLASSES = 10
@@ -90,10 +91,11 @@ def synthetic_data(workload: DeviceWorkload, device: torch.device) -> ClientData
                       classes=CLASSES)
 
 
-def settings_for(workload: DeviceWorkload) -> dict:
-    return {**RUN_DEFAULTS, "seed": SEED, "client_fraction": 1.0, "local_epochs": 1, "lr": workload.lr,
-            "momentum": 0.0, "weight_decay": 0.0, "batch_size": workload.batch_size,
-            "optimizer": workload.optimizer, "norm": workload.norm}
+def settings_for(workload: DeviceWorkload) -> RoundSettings:
+    return RoundSettings.from_resolved({**RUN_DEFAULTS, "seed": SEED, "client_fraction": 1.0, "local_epochs": 1,
+                                        "lr": workload.lr, "momentum": 0.0, "weight_decay": 0.0,
+                                        "batch_size": workload.batch_size, "optimizer": workload.optimizer,
+                                        "norm": workload.norm})
 
 
 def peak_memory(device: torch.device) -> int | None:

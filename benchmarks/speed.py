@@ -58,6 +58,7 @@ from pipeline.clientdata import ClientData, sample_cohort
 from pipeline.cohort import prefer_vectorized, tune_allocator
 from pipeline.rounds import initial_state, run_round
 from pipeline.runs import RUN_DEFAULTS
+from pipeline.settings import RoundSettings
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.inputs import dataset_spec
@@ -84,12 +85,14 @@ def engine_settings(workload: Workload) -> dict:
 
 
 def engine_rounds(model, algorithm_name: str, hp: dict, data: ClientData, settings: dict, vectorized: bool):
-    """One engine round per call, the server state carried from round to round."""
+    """One engine round per call, the server state carried from round to round; `settings` as resolved
+    (the other loops read the same dict)."""
     algorithm = get_algorithm(algorithm_name)
+    round_settings = RoundSettings.from_resolved(settings)
     state = {"now": initial_state(model, algorithm, len(data.clients), hp)}
 
     def one_round(round_: int) -> None:
-        result = run_round(model, algorithm, hp, state["now"], data, settings, round_, vectorized=vectorized)
+        result = run_round(model, algorithm, hp, state["now"], data, round_settings, round_, vectorized=vectorized)
         if not result.diverged:  # a diverged round keeps the old state (its time still counts)
             state["now"] = result.state
     return one_round

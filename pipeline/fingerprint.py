@@ -26,7 +26,7 @@ OUTPUT = Path("fingerprint/engine.json")
 # reads their outputs through pipeline/inputs.py's loaders, which are.
 ENGINE_CODE = tuple(f"pipeline/{name}" for name in (
     "train.py", "clientdata.py", "cohort.py", "cohort_mlp.py", "rounds.py", "optimizers.py", "losses.py",
-    "metrics.py", "forgetting.py", "fisher.py", "models.py", "inputs.py",
+    "metrics.py", "forgetting.py", "fisher.py", "models.py", "inputs.py", "settings.py",
     "path_score.py", "distributed.py", "algorithms/__init__.py", "algorithms/common.py"))
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
+from pipeline.settings import OptimizerSettings
+
 
 def _client_mask(active: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     """`active` shaped to broadcast over `param`'s trailing (per-client) dimensions."""
@@ -178,14 +180,11 @@ class Adam:
         return steps
 
 
-def build_optimizer(settings: dict):
-    """The client optimiser a run's resolved settings name: settings["optimizer"] is "sgd" (lr,
-    momentum, weight_decay) or "adam" (lr, betas, eps, weight_decay)."""
-    name = settings["optimizer"]
-    if name == "sgd":
-        return SGD(lr=settings["lr"], momentum=settings["momentum"], weight_decay=settings["weight_decay"])
-    if name == "adam":
-        beta1, beta2 = settings["betas"]
-        return Adam(lr=settings["lr"], betas=(beta1, beta2), eps=settings["eps"],
-                    weight_decay=settings["weight_decay"])
-    raise ValueError(f"unknown optimizer {name!r}: expected 'sgd' or 'adam'")
+def build_optimizer(settings: OptimizerSettings):
+    """The client optimiser a run names: SGD (lr, momentum, weight_decay) or Adam (lr, betas, eps,
+    weight_decay)."""
+    if settings.name == "sgd":
+        return SGD(lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay)
+    if settings.name == "adam":
+        return Adam(lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay)
+    raise ValueError(f"unknown optimizer {settings.name!r}: expected 'sgd' or 'adam'")

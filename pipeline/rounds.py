@@ -29,6 +29,7 @@ from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
 from pipeline.models import frozen_parameters, model_buffers
 from pipeline.optimizers import build_optimizer
+from pipeline.settings import RoundSettings
 
 
 def initial_state(model, algorithm, num_clients: int, hp: dict) -> dict:
@@ -184,11 +185,11 @@ def weighted_buffers(buffers: list[dict], weights: list[float]) -> dict:
     return averaged
 
 
-def train_chunk(model, algorithm, hp, state, data, settings, round_, members, vectorized, shared, optimizer):
+def train_chunk(model, algorithm, hp, state, data, settings: RoundSettings, round_, members, vectorized, shared,
+                optimizer):
     """Train one chunk of the cohort; returns (LocalResults, mean losses, presentations' correctness or None)."""
-    seed = settings["seed"]
-    index, weight = cohort_schedule_on_host(data, members, settings["local_epochs"], settings["batch_size"], seed,
-                                            round_)
+    seed, local = settings.seed, settings.local
+    index, weight = cohort_schedule_on_host(data, members, local.epochs, local.batch_size, seed, round_)
     plan = StepPlan.from_weights(weight)  # the schedule the training loop branches on, kept on the host
     index, weight = index.to(data.x.device), weight.to(data.x.device)
     frozen = frozen_names(model, settings)
@@ -200,10 +201,10 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
     contexts = stack_trees([algorithm.client_context(state, k, hp) for k in members])
     tracker_factory = algorithm.local_tracker(hp)
     job = CohortJob(model, algorithm, hp, data, optimizer, shared, contexts, index, weight,
-                    client_logit_mask(settings["loss"], data, members),
-                    DropoutDraws(model, members, seed, round_, settings["batch_size"], data.inputs(index[0, 0, :1])),
+                    client_logit_mask(local.loss, data, members),
+                    DropoutDraws(model, members, seed, round_, local.batch_size, data.inputs(index[0, 0, :1])),
                     augment=augment_draws(settings, members, round_, data), tracker_factory=tracker_factory,
-                    record_correct=settings.get("example_events", False), fixed=fixed, plan=plan)
+                    record_correct=settings.example_events, fixed=fixed, plan=plan)
     model.train()
     outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
     steps = plan.steps_per_client()  # what outcome.steps holds, known on the host
@@ -219,16 +220,16 @@ def train_chunk(model, algorithm, hp, state, data, settings, round_, members, ve
     return results, outcome.losses, None if outcome.correct is None else (index, weight, outcome.correct)
 
 
-def frozen_names(model, settings: dict) -> set[str]:
+def frozen_names(model, settings: RoundSettings) -> set[str]:
     """The parameters the run's `freeze` holds fixed: neither trained (cohort.CohortJob.fixed) nor
     averaged (aggregate_round keeps the global values, bit for bit)."""
-    return frozen_parameters(model, settings.get("freeze", "none"))
+    return frozen_parameters(model, settings.freeze)
 
 
-def augment_draws(settings: dict, members: list[int], round_: int, data: ClientData) -> AugmentDraws | None:
-    if settings.get("augment", "none") == "none":
+def augment_draws(settings: RoundSettings, members: list[int], round_: int, data: ClientData) -> AugmentDraws | None:
+    if settings.local.augment == "none":
         return None
-    return AugmentDraws(members, settings["seed"], round_, settings["batch_size"], data.black())
+    return AugmentDraws(members, settings.seed, round_, settings.local.batch_size, data.black())
 
 
 def positions_in(own: torch.Tensor, samples: torch.Tensor) -> torch.Tensor:
@@ -256,16 +257,15 @@ def record_chunk_presentations(records: dict, data: ClientData, members: list[in
     return events
 
 
-def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: dict, round_: int,
+def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: RoundSettings, round_: int,
               vectorized: bool = True, max_chunk: int | None = None, probe: bool = False,
               ranks: distributed.Ranks | None = None) -> RoundResult:
     """One communication round: sample, train (in cohort chunks), compute uploads, aggregate.
 
     With `probe`, the result keeps a RoundView for the forgetting probes. With `ranks` (torchrun), this
     process trains and uploads only its block of the cohort, then gathers everyone's (pipeline.distributed)."""
-    seed = settings["seed"]
-    cohort = sample_cohort(len(data.clients), settings["client_fraction"], seed, round_)
-    optimizer = build_optimizer(settings)
+    cohort = sample_cohort(len(data.clients), settings.client_fraction, settings.seed, round_)
+    optimizer = build_optimizer(settings.local.optimizer)
     shared = algorithm.shared_context(state, hp)
     chunk = max_chunk or cohort_chunk_size(state["params"])
     mine = [cohort[p] for p in distributed.positions_of_rank(len(cohort), ranks)]

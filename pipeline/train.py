@@ -6,7 +6,9 @@ probes) + data/models/<run>-seed<s>.pt.
     FEDFORGET_TORCHRUN="--nproc-per-node N" python -m pipeline.train RUN --seed S   # the same (pipeline.distributed)
 
 The run's settings come from resolved/<run>.json (the resolve stage), not from params.yaml, so that a
-stage reruns only when its own run's settings change.
+stage reruns only when its own run's settings change. They are read once into a `RunSettings`
+(pipeline.settings), and each layer gets only its part: the data loader the data settings, a round the
+round settings (rounds.run_round), the probes theirs.
 
 Per round it logs (DVCLive) the global model's test accuracy and loss (with `evaluate_on: validation`,
 the TCE paper's, on the union of the clients' validation sets, and the last model's test accuracy as
@@ -33,6 +35,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -45,11 +48,12 @@ from pipeline.clientdata import ClientData, cached_scaling_stats, cohort_size
 from pipeline.cohort import prefer_vectorized, tune_allocator
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.fingerprint import run_code_digest
-from pipeline.inputs import dataset_spec, load_partition, load_prepared_with_sha256, read_resolved, seed_settings, settings_hash
+from pipeline.inputs import dataset_spec, load_partition, load_prepared_with_sha256, read_resolved, settings_hash
 from pipeline.io import atomic_path, write_json
 from pipeline.metrics import evaluate, rounds_to_accuracy
 from pipeline.models import build_model
 from pipeline.rounds import initial_state, probe_positions, run_round
+from pipeline.settings import DataSettings, ProbeSettings, RunSettings
 
 RUNS_DIR = Path("reports/runs")
 MODELS_DIR = Path("data/models")
@@ -57,13 +61,12 @@ CHECKPOINT_DIR = Path(os.environ.get("FEDFORGET_CHECKPOINTS", ".checkpoints"))
 CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up", "example_forgetting_events")
 
 
-def load_client_data(settings: dict, device: torch.device) -> tuple[ClientData, ClientData, str]:
-    dataset = settings["dataset"]
-    arrays, dataset_sha = load_prepared_with_sha256(dataset, settings.get("dataset_options"))
-    partition = load_partition(settings["partition"], dataset_sha)
+def load_client_data(settings: DataSettings, device: torch.device) -> tuple[ClientData, ClientData, str]:
+    arrays, dataset_sha = load_prepared_with_sha256(settings.dataset, settings.dataset_options)
+    partition = load_partition(settings.partition, dataset_sha)
     x = torch.from_numpy(arrays["x_train"]).to(device)
-    mean, std = cached_scaling_stats(x, settings["input_scaling"], dataset_sha)
-    classes = dataset_spec(dataset).classes
+    mean, std = cached_scaling_stats(x, settings.input_scaling, dataset_sha)
+    classes = dataset_spec(settings.dataset).classes
     clients = [torch.from_numpy(p).to(device) for p in partition["train"]]
     val_clients = [torch.from_numpy(p).to(device) for p in partition["val"]]
     data = ClientData(x, torch.from_numpy(arrays["y_train"]).to(device), clients, mean, std, val_clients, classes)
@@ -95,9 +98,11 @@ def load_checkpoint(key: str, digest: str, device: torch.device) -> dict | None:
     return payload if payload.get("digest") == digest else None
 
 
-def summarize(settings: dict, history: list[dict], status: str, final_test_accuracy: float | None = None) -> dict:
-    """The run's headline metrics. `final_test_accuracy`: the last model on the test set when the curves
-    were evaluated on validation data (the TCE paper's Table 1 number)."""
+def summarize(targets: Sequence[float], history: list[dict], status: str,
+              final_test_accuracy: float | None = None) -> dict:
+    """The run's headline metrics, with the first round each of `targets` (accuracies) was reached.
+    `final_test_accuracy`: the last model on the test set when the curves were evaluated on validation
+    data (the TCE paper's Table 1 number)."""
     evaluated = [h for h in history if h.get("test_accuracy") is not None]
     rounds = [h["round"] for h in evaluated]
     accuracies = [h["test_accuracy"] for h in evaluated]
@@ -111,7 +116,7 @@ def summarize(settings: dict, history: list[dict], status: str, final_test_accur
         "bytes_up_total": sum(h["bytes_up"] for h in history),
     }
     reached = {}
-    for target in settings["targets"]:
+    for target in targets:
         found = rounds_to_accuracy(rounds, accuracies, target)
         if found is not None:
             reached[f"{target:g}"] = found
@@ -154,18 +159,18 @@ def log_probe_curves(live, probes: dict) -> None:
         live.log_metric("forgetting/worst_client_accuracy", float(record["global_accuracy_spread"]["min"]))
 
 
-def run_dir(settings: dict) -> Path:
-    return RUNS_DIR / settings["run"] / f"seed{settings['seed']}"
+def run_dir(run: str, seed: int) -> Path:
+    return RUNS_DIR / run / f"seed{seed}"
 
 
-def write_outputs(settings: dict, history: list[dict], status: str, seconds: list[float],
+def write_outputs(settings: RunSettings, history: list[dict], status: str, seconds: list[float],
                   probe_seconds: list[float], probes: dict, final_state: dict,
                   final_test_accuracy: float | None = None) -> dict:
     """All of a run's outputs, from its history (so a resumed run writes exactly what a whole one would)."""
     from dvclive import Live
 
-    key = settings["key"]
-    out_dir = run_dir(settings)
+    key = settings.key
+    out_dir = run_dir(settings.run, settings.seed)
     tmp_dir = out_dir.with_name(f".{out_dir.name}.tmp")
     shutil.rmtree(tmp_dir, ignore_errors=True)
     with Live(dir=str(tmp_dir), dvcyaml=False, save_dvc_exp=False, report=None) as live:
@@ -175,11 +180,12 @@ def write_outputs(settings: dict, history: list[dict], status: str, seconds: lis
                 if record.get(name) is not None:
                     live.log_metric(name, record[name])
         log_probe_curves(live, probes)
-        summary = {**summarize(settings, history, status, final_test_accuracy), **forgetting_summary(probes)}
+        summary = {**summarize(settings.schedule.targets, history, status, final_test_accuracy),
+                   **forgetting_summary(probes)}
         live.summary = {**summary, "step": history[-1]["round"] if history else 0}
-    write_json(tmp_dir / "settings.json", settings)
+    write_json(tmp_dir / "settings.json", settings.record)
     write_json(tmp_dir / "timing.json", timing(seconds, probe_seconds))
-    write_probes(tmp_dir / "forgetting", settings, probes)
+    write_probes(tmp_dir / "forgetting", key, probes)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -229,14 +235,15 @@ def timing(seconds: list[float], probe_seconds: list[float]) -> dict:
             "device": distributed.describe_device(distributed.device_for(None))}
 
 
-def write_probes(folder: Path, settings: dict, probes: dict) -> None:
-    """forgetting/round_<t>.json and .png per probed round; forgettable.tsv and .png over rounds."""
+def write_probes(folder: Path, key: str, probes: dict) -> None:
+    """forgetting/round_<t>.json and .png per probed round; forgettable.tsv and .png over rounds, the
+    figures titled with the (run, seed)'s `key`."""
     folder.mkdir(parents=True, exist_ok=True)
     held_out = "validation split" if probes.get("has_validation") else "training samples (no validation split)"
     for round_, record in sorted(probes.get("rounds", {}).items()):
         forgetting.write_probe(folder / f"round_{round_}.json", {**record, "held_out": held_out})
         forgetting.plot_forgetting_heatmaps(folder / f"round_{round_}.png", record,
-                                            f"{settings['key']}: local client forgetting, round {round_}")
+                                            f"{key}: local client forgetting, round {round_}")
     counts = probes.get("forgettable", {})
     if counts:
         lines = ["round\tclient\tforgettable"]
@@ -246,25 +253,26 @@ def write_probes(folder: Path, settings: dict, probes: dict) -> None:
         clients = sorted({c for per_client in counts.values() for c in per_client})
         forgetting.plot_forgettable_curves(folder / "forgettable.png", rounds,
                                            {c: [counts[r].get(c) for r in rounds] for c in clients},
-                                           f"{settings['key']}: forgettable examples per client")
+                                           f"{key}: forgettable examples per client")
 
 
-def probe_round(view, round_: int, settings: dict, probes: dict, num_clients: int) -> None:
-    """Record a probed round's forgetting measurements into `probes`."""
-    if round_ in settings["probe_rounds"]:
-        positions = probe_positions(view.cohort, num_clients, settings["probe_clients"], settings["seed"])
+def probe_round(view, round_: int, settings: ProbeSettings, seed: int, probes: dict, num_clients: int) -> None:
+    """Record a probed round's forgetting measurements into `probes` (`seed`: the run's, which picks the
+    clients followed when the cohort is larger than `settings.clients`)."""
+    if round_ in settings.rounds:
+        positions = probe_positions(view.cohort, num_clients, settings.clients, seed)
         record = view.local_forgetting(positions)
         per_client = view.global_accuracy_per_client()
         probes.setdefault("rounds", {})[round_] = {
             "round": round_, **record, "global_accuracy_per_client": per_client,
             "global_accuracy_spread": forgetting.accuracy_spread(per_client)}
-    if settings["forgettable_every"] and round_ % settings["forgettable_every"] == 0:
+    if settings.forgettable_every and round_ % settings.forgettable_every == 0:
         probes.setdefault("forgettable", {})[round_] = dict(zip(view.cohort, view.forgettable.tolist()))
 
 
-def is_probed(settings: dict, round_: int) -> bool:
-    every = settings["forgettable_every"]
-    return round_ in settings["probe_rounds"] or bool(every and round_ % every == 0)
+def is_probed(settings: ProbeSettings, round_: int) -> bool:
+    every = settings.forgettable_every
+    return round_ in settings.rounds or bool(every and round_ % every == 0)
 
 
 def curve_set(evaluate_on: str, data, test) -> tuple:
@@ -281,29 +289,27 @@ def curve_set(evaluate_on: str, data, test) -> tuple:
     return test, everything
 
 
-def train_run(settings: dict, vectorized: bool | None = None, progress: bool = True,
+def train_run(settings: RunSettings, vectorized: bool | None = None, progress: bool = True,
               ranks: distributed.Ranks | None = None) -> dict | None:
     """Train one (run, seed) (resuming from its checkpoint if there is one) and write its outputs.
 
     vectorized=None picks the faster path for the model and device (cohort.prefer_vectorized). With
     `ranks` (torchrun), this process trains its block of each cohort (pipeline.distributed); rank 0 alone
     evaluates, probes, checkpoints and writes, and returns the summary (the other ranks return None)."""
-    key = settings["key"]
+    key, schedule, hp = settings.key, settings.schedule, settings.algorithm
     main_rank = ranks is None or ranks.is_main
     device = distributed.device_for(ranks)
-    data, test, dataset_sha = load_client_data(settings, device)
-    spec = dataset_spec(settings["dataset"])
-    model = build_model(settings["model"], spec.image_shape, spec.classes, settings["seed"],
-                        settings.get("norm")).to(device)
-    algorithm = get_algorithm(settings["algorithm"]["name"])
-    hp = settings["algorithm"]
+    data, test, dataset_sha = load_client_data(settings.data, device)
+    spec = dataset_spec(settings.data.dataset)
+    model = build_model(settings.model.name, spec.image_shape, spec.classes, settings.seed,
+                        settings.model.norm).to(device)
+    algorithm = get_algorithm(hp["name"])
     if vectorized is None:
-        vectorized = prefer_vectorized(model, device, cohort_size(len(data.clients), settings["client_fraction"]))
-    digest = settings_hash(settings, {"dataset_sha256": dataset_sha, "vectorized": vectorized,
-                                      "code": run_code_digest(hp["name"]),
-                                      "device": device.type, "machine": machine_kind(device),
-                                      "torch": torch.__version__,
-                                      "partition": load_partition(settings["partition"])["meta"]["clients_sha256"]})
+        vectorized = prefer_vectorized(model, device, cohort_size(len(data.clients), settings.round.client_fraction))
+    digest = settings_hash(settings.record, {
+        "dataset_sha256": dataset_sha, "vectorized": vectorized, "code": run_code_digest(hp["name"]),
+        "device": device.type, "machine": machine_kind(device), "torch": torch.__version__,
+        "partition": load_partition(settings.data.partition)["meta"]["clients_sha256"]})
     # Rank 0 reads the checkpoint and sends it: the ranks of a multi-node run need not share a disk.
     checkpoint = distributed.broadcast_from_main(ranks, load_checkpoint(key, digest, device) if main_rank else None,
                                                  device, "reading the checkpoint")
@@ -317,16 +323,16 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
         probe_seconds, probes = [], {"has_validation": data.has_validation()}
     status = "diverged" if history and history[-1].get("diverged") else "ok"
     # The curves' evaluation set: the test set, or (TCE) the union of the clients' validation sets.
-    on_validation = settings.get("evaluate_on") == "validation"
-    curve_data, curve_index = curve_set(settings.get("evaluate_on", "test"), data, test)
-    bar = tqdm(total=settings["rounds"], initial=len(history), desc=key, disable=not (progress and main_rank),
+    on_validation = schedule.evaluate_on == "validation"
+    curve_data, curve_index = curve_set(schedule.evaluate_on, data, test)
+    bar = tqdm(total=schedule.rounds, initial=len(history), desc=key, disable=not (progress and main_rank),
                unit="round", dynamic_ncols=True)
-    for round_ in range(len(history) + 1, settings["rounds"] + 1):
+    for round_ in range(len(history) + 1, schedule.rounds + 1):
         if status == "diverged":
             break
         start = time.perf_counter()
-        result = run_round(model, algorithm, hp, state, data, settings, round_, vectorized=vectorized,
-                           probe=main_rank and is_probed(settings, round_), ranks=ranks)
+        result = run_round(model, algorithm, hp, state, data, settings.round, round_, vectorized=vectorized,
+                           probe=main_rank and is_probed(settings.probes, round_), ranks=ranks)
         record = {"round": round_, "train_loss": result.train_loss, "bytes_down": result.bytes_down,
                   "bytes_up": result.bytes_up, "test_accuracy": None, "test_loss": None,
                   "example_forgetting_events": result.example_events}
@@ -336,21 +342,21 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
             record["train_loss"] = None
         else:
             state = result.state
-            if main_rank and (round_ % settings["eval_every"] == 0 or round_ == settings["rounds"]):
+            if main_rank and (round_ % schedule.eval_every == 0 or round_ == schedule.rounds):
                 record["test_accuracy"], record["test_loss"] = evaluate(model, {**state["params"], **state["buffers"]},
                                                                         curve_data, curve_index)
         probe_start = time.perf_counter()
         if result.view is not None:
-            probe_round(result.view, round_, settings, probes, len(data.clients))
+            probe_round(result.view, round_, settings.probes, settings.seed, probes, len(data.clients))
         probe_seconds.append(time.perf_counter() - probe_start if result.view is not None else 0.0)
         history.append(record)
         seconds.append(time.perf_counter() - start)
         bar.update(1)
         if record["test_accuracy"] is not None:
             bar.set_postfix(acc=f"{record['test_accuracy']:.4f}")
-        if round_ % settings["checkpoint_every"] == 0 or status == "diverged":
+        if round_ % schedule.checkpoint_every == 0 or status == "diverged":
             distributed.check_agreement(ranks, state, round_, device)
-        if main_rank and (round_ % settings["checkpoint_every"] == 0 or status == "diverged"):
+        if main_rank and (round_ % schedule.checkpoint_every == 0 or status == "diverged"):
             save_checkpoint(key, digest, {"digest": digest, "state": state, "history": history, "seconds": seconds,
                                           "probe_seconds": probe_seconds, "probes": probes})
     bar.close()
@@ -361,7 +367,7 @@ def train_run(settings: dict, vectorized: bool | None = None, progress: bool = T
     if on_validation and status == "ok":  # the TCE paper reports the last model on the test set
         final_test_accuracy = evaluate(model, {**state["params"], **state["buffers"]}, test,
                                        torch.arange(len(test.y)))[0]
-    if settings["example_events"]:
+    if settings.round.example_events:
         probes["presentations"] = {"clients": len(data.clients),
                                    **forgetting.presentation_summary(state.get("presentations", {}))}
     return write_outputs(settings, history, status, seconds, probe_seconds, probes, final, final_test_accuracy)
@@ -391,11 +397,11 @@ def train_command(argv=None) -> None:
     problems = run_seed_problems(args.run, args.seed, read_grid())  # a pair no train stage has: refused
     if problems:
         raise UserError("\n".join(problems))
-    settings = seed_settings(read_resolved(args.run), args.seed)
-    per_round = cohort_size(len(load_partition(settings["partition"])["train"]), settings["client_fraction"])
+    settings = RunSettings.from_resolved(read_resolved(args.run), args.seed)
+    per_round = cohort_size(len(load_partition(settings.data.partition)["train"]), settings.round.client_fraction)
     launch = os.environ.get(distributed.LAUNCH_VARIABLE, "").strip()
     if launch and not distributed.inside_torchrun():
-        launch = distributed.fit_launch(launch, per_round, settings["run"])
+        launch = distributed.fit_launch(launch, per_round, settings.run)
         if launch is not None:
             distributed.relaunch_under_torchrun(launch, sys.argv[1:] if argv is None else list(argv))
             return
@@ -407,12 +413,12 @@ def train_command(argv=None) -> None:
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
     ranks = distributed.start()
     try:
-        distributed.check_cohort_size(ranks, per_round, settings["run"])
+        distributed.check_cohort_size(ranks, per_round, settings.run)
         summary = train_run(settings, vectorized=vectorized, progress=not os.environ.get("CI"), ranks=ranks)
     finally:
         distributed.stop(ranks)
     if summary is not None:
-        print(f"{settings['key']}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
+        print(f"{settings.key}: {summary['status']}, final accuracy {summary['final_accuracy']}, "
               f"rounds to target {summary['rounds_to_accuracy']}")
 
 

@@ -5,6 +5,7 @@ import torch
 
 from pipeline.clientdata import ClientData, channel_stats
 from pipeline.runs import RUN_DEFAULTS
+from pipeline.settings import RoundSettings
 
 SHAPE = (4, 4, 1)
 CLASSES = 3
@@ -21,7 +22,9 @@ def make_data(sizes, shape=SHAPE, classes=CLASSES, seed=0) -> ClientData:
     return ClientData(x, y, clients, mean, std, classes=classes)
 
 
-def run_settings(seed: int, **overrides) -> dict:
-    """A run's resolved settings for engine tests: RUN_DEFAULTS, small batches, plain SGD, then `overrides`."""
-    return {**RUN_DEFAULTS, "seed": seed, "client_fraction": 1.0, "lr": 0.05, "momentum": 0.0,
-            "weight_decay": 0.0, "local_epochs": 2, "batch_size": 4, **overrides}
+def run_settings(seed: int, **overrides) -> RoundSettings:
+    """A round's settings for engine tests, from resolved settings (keys as in params.yaml): RUN_DEFAULTS,
+    small batches, plain SGD, then `overrides`."""
+    return RoundSettings.from_resolved({**RUN_DEFAULTS, "seed": seed, "client_fraction": 1.0, "lr": 0.05,
+                                        "momentum": 0.0, "weight_decay": 0.0, "local_epochs": 2, "batch_size": 4,
+                                        **overrides})

@@ -88,8 +88,8 @@ def sgd_client(model, data, client, start, steps_batches, lr, correction=None):
 def client_batches(data, client, run_settings, round_):
     samples = data.clients[client]
     return [samples[positions[positions >= 0]] for positions in
-            client_schedule(len(samples), run_settings["local_epochs"], run_settings["batch_size"],
-                            generator_for(run_settings["seed"], round_, client))]
+            client_schedule(len(samples), run_settings.local.epochs, run_settings.local.batch_size,
+                            generator_for(run_settings.seed, round_, client))]
 
 
 def test_scaffold_with_one_client_and_zero_variates_is_fedavg():
@@ -424,7 +424,7 @@ def test_frozen_runs_agree_between_paths_and_train_like_a_model_without_a_classi
     net = build()
     for name in models.frozen_parameters(net, "classifier"):
         net.get_parameter(name).requires_grad_(False)
-    optimizer = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=run_settings["lr"])
+    optimizer = torch.optim.SGD([p for p in net.parameters() if p.requires_grad], lr=run_settings.local.optimizer.lr)
     for chosen in client_batches(one, 0, run_settings, 1):
         optimizer.zero_grad()
         F.cross_entropy(net(one.inputs(chosen)), one.y[chosen]).backward()

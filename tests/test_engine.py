@@ -87,7 +87,7 @@ def test_vectorized_and_sequential_paths_agree_after_two_rounds(algorithm, hp):
         assert len(result.cohort) == 3
         cohort_sizes = [SIZES[k] for k in result.cohort]
         assert len(set(cohort_sizes)) > 1
-        assert any(size % run_settings["batch_size"] for size in cohort_sizes)
+        assert any(size % run_settings.local.batch_size for size in cohort_sizes)
     assert [r.cohort for r in vec_results] == [r.cohort for r in seq_results]
 
     vec, seq = flat_tensors(vec_state), flat_tensors(seq_state)

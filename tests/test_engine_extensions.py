@@ -452,12 +452,12 @@ def presentations_by_loop(model, state, data, client, rounds, run):
     net = copy.deepcopy(model)
     net.load_state_dict(state["params"], strict=False)
     net.train()
-    optimizer = torch.optim.SGD(net.parameters(), lr=run["lr"])
+    optimizer = torch.optim.SGD(net.parameters(), lr=run.local.optimizer.lr)
     samples = data.clients[client]
     seen = [[] for _ in samples]
     for round_ in range(1, rounds + 1):
-        for positions in client_schedule(len(samples), run["local_epochs"], run["batch_size"],
-                                         generator_for(run["seed"], round_, client)):
+        for positions in client_schedule(len(samples), run.local.epochs, run.local.batch_size,
+                                         generator_for(run.seed, round_, client)):
             positions = positions[positions >= 0]
             chosen = samples[positions]
             optimizer.zero_grad()

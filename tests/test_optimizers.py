@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from pipeline.optimizers import SGD, Adam, build_optimizer
+from pipeline.settings import OptimizerSettings
 
 CLIENTS = 3
 STEPS = 6
@@ -158,12 +159,13 @@ def test_all_active_fast_path_equals_masked_path(momentum):
 
 
 def test_build_optimizer():
-    sgd = build_optimizer({"optimizer": "sgd", "lr": 0.05, "momentum": 0.5, "weight_decay": 1e-4,
-                           "betas": [0.8, 0.9], "eps": 1e-6})
+    sgd = build_optimizer(OptimizerSettings.from_resolved({"optimizer": "sgd", "lr": 0.05, "momentum": 0.5,
+                                                           "weight_decay": 1e-4, "betas": [0.8, 0.9], "eps": 1e-6}))
     assert sgd == SGD(lr=0.05, momentum=0.5, weight_decay=1e-4)
-    adam = build_optimizer({"optimizer": "adam", "lr": 0.001, "momentum": 0.0, "weight_decay": 1e-2,
-                            "betas": [0.8, 0.95], "eps": 1e-6})
+    adam = build_optimizer(OptimizerSettings.from_resolved({"optimizer": "adam", "lr": 0.001, "momentum": 0.0,
+                                                            "weight_decay": 1e-2, "betas": [0.8, 0.95], "eps": 1e-6}))
     assert adam == Adam(lr=0.001, betas=(0.8, 0.95), eps=1e-6, weight_decay=1e-2)
     assert isinstance(adam.betas, tuple)
     with pytest.raises(ValueError, match="rmsprop"):
-        build_optimizer({"optimizer": "rmsprop", "lr": 0.1, "momentum": 0.0, "weight_decay": 0.0})
+        build_optimizer(OptimizerSettings("rmsprop", lr=0.1, momentum=0.0, weight_decay=0.0, betas=(0.9, 0.999),
+                                          eps=1e-8))
