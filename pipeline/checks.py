@@ -12,7 +12,11 @@ from pathlib import Path
 
 import yaml
 
-PROFILES = ("default", "paper")
+PROFILES = ("default", "paper", "gpu_day")
+# The block of a run that each profile merges over the paper's settings: `scaled` fits the default
+# profile to a laptop CPU, `gpu_day` fits the papers' models and datasets into one GPU-day; the paper
+# profile takes the paper's settings as they are.
+PROFILE_BLOCKS = {"default": "scaled", "paper": None, "gpu_day": "gpu_day"}
 
 
 def is_int(value) -> bool:
@@ -77,8 +81,19 @@ def check_profiles(path, value):
 
 
 def in_profile(settings: dict, profile: str) -> bool:
-    """Runs and partitions belong to both profiles unless their `profiles` list says otherwise."""
-    return profile in settings.get("profiles", PROFILES)
+    """Runs and partitions belong to the default and the paper profile unless their `profiles` list says
+    otherwise; to the one-GPU-day profile only a run with a `gpu_day` block (its changes to the paper's
+    settings; `{}` for none), or one whose `profiles` list names it: a thinned grid is opt-in."""
+    if profile == "gpu_day" and isinstance(settings.get("gpu_day"), dict):
+        return True
+    return profile in settings.get("profiles", ("default", "paper"))
+
+
+def profile_overrides(run: dict, profile: str) -> dict:
+    """What `profile` merges over a run's paper settings: its block (`scaled`, `gpu_day`), or nothing."""
+    block = PROFILE_BLOCKS[profile]
+    overrides = run.get(block) if block else None
+    return overrides if isinstance(overrides, dict) else {}
 
 
 def check_mapping(path, value):

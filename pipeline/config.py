@@ -13,8 +13,8 @@ import re
 import sys
 from pathlib import Path
 
-from pipeline.checks import (PROFILES, check_choice, check_fraction, check_int, check_keys, check_mapping,
-                             check_positive, check_profiles, in_profile, is_int)
+from pipeline.checks import (PROFILE_BLOCKS, PROFILES, check_choice, check_fraction, check_int, check_keys,
+                             check_mapping, check_positive, check_profiles, in_profile, is_int, profile_overrides)
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.yamlfile import load_yaml
 
@@ -156,10 +156,11 @@ def known_partition_sizes(params: dict) -> dict:
 
 
 def profile_views(run: dict) -> dict:
-    """A run's settings under each profile it belongs to: the paper's own, the default's scaled."""
+    """A run's settings under each profile it belongs to: the paper's own, merged with the profile's block
+    (the default's `scaled`, the one-GPU-day's `gpu_day`)."""
     from pipeline.runs import deep_merge
 
-    return {profile: deep_merge(run, run.get("scaled") or {}) if profile == "default" else run
+    return {profile: deep_merge(run, profile_overrides(run, profile))
             for profile in PROFILES if in_profile(run, profile)}
 
 
@@ -175,10 +176,10 @@ def check_warnings(params: dict) -> list[str]:
                 for name, (split, sizes) in known.items() if sizes.dropped is not None]
     for key, run in (params.get("runs") or {}).items():
         for profile, view in profile_views(run).items():
-            scaled = profile == "default" and "batch_size" in (run.get("scaled") or {})
+            block = PROFILE_BLOCKS[profile] if "batch_size" in profile_overrides(run, profile) else None
             train_sizes = known[view["partition"]][1].train_sizes if view["partition"] in known else None
             if train_sizes is not None:
-                warnings.append(large_batch_warning(f"runs.{key}{'.scaled' if scaled else ''}.batch_size",
+                warnings.append(large_batch_warning(f"runs.{key}{f'.{block}' if block else ''}.batch_size",
                                                     view["batch_size"], view["partition"], train_sizes))
     return list(dict.fromkeys(w for w in warnings if w))  # in order, once (both profiles may say the same)
 
@@ -199,7 +200,8 @@ def check_runs(params):
 
 # Settings whose validity depends on another key: a `scaled` block that changes the key on the right
 # can make the one on the left invalid though neither is wrong alone (norm for a model without one).
-DEPENDENT_SETTINGS = {"norm": ("model",), "evaluate_on": ("partition",), "model": ("partition",)}
+DEPENDENT_SETTINGS = {"norm": ("model",), "evaluate_on": ("partition",), "model": ("partition",),
+                      "probe_rounds": ("rounds",)}
 
 
 def changed_scalings(scaled: dict) -> dict:
@@ -210,17 +212,22 @@ def changed_scalings(scaled: dict) -> dict:
 
 
 def scaled_conflicts(path: str, run, params) -> list[str]:
-    """Problems of the default profile's merged settings on a key that depends on a scaled one."""
+    """Problems of a profile's merged settings (the default's `scaled`, the one-GPU-day's `gpu_day`) on a
+    key that depends on one the block changes."""
     from pipeline.runs import check_run_values, deep_merge, scaled_keys
 
-    scaled = run.get("scaled") if isinstance(run, dict) else None
-    if not isinstance(scaled, dict) or not scaled:
-        return []
-    changed = set(scaled_keys(scaled))
-    watched = [key for key, on in DEPENDENT_SETTINGS.items() if changed & set(on) and key not in changed]
-    return [f"{p} (with the default profile's scaled {', '.join(sorted(changed & set(DEPENDENT_SETTINGS[key])))})"
-            for p in check_run_values(path, deep_merge(run, scaled), params)
-            for key in watched if p.startswith(f"{path}.{key}:")]
+    problems = []
+    for profile, block in PROFILE_BLOCKS.items():
+        overrides = run.get(block) if block and isinstance(run, dict) else None
+        if not isinstance(overrides, dict) or not overrides:
+            continue
+        changed = set(scaled_keys(overrides))
+        watched = [key for key, on in DEPENDENT_SETTINGS.items() if changed & set(on) and key not in changed]
+        problems += [f"{p} (with the {profile} profile's {'scaled ' if block == 'scaled' else ''}"
+                     f"{', '.join(sorted(changed & set(DEPENDENT_SETTINGS[key])))})"
+                     for p in check_run_values(path, deep_merge(run, overrides), params)
+                     for key in watched if p.startswith(f"{path}.{key}:")]
+    return problems
 
 
 def check_params(params) -> list[str]:
@@ -257,8 +264,8 @@ def derive_grid(params) -> dict:
 
     profile = params["profile"]
 
-    def resolved(run):  # the default profile may scale a run onto a smaller partition or other seeds
-        return deep_merge(run, run.get("scaled", {})) if profile == "default" else run
+    def resolved(run):  # a profile's block may put a run onto another partition or other seeds
+        return deep_merge(run, profile_overrides(run, profile))
 
     runs = {group: {} for group in STAGE_GROUPS}
     for key, settings in (params.get("runs") or {}).items():

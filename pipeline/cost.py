@@ -12,14 +12,21 @@ count (Fisher and path scores, probes, per-step overheads at small batches), so 
 within about 2x. A model no committed run trained (the paper profile's CNNs and ResNets: the default
 profile trains MLPs and `cnn_small`) takes the committed speed benchmark's rate for it, the engine's own
 path on FedAvg (`benchmarks/results/speed.json`, the same FLOP count): a FedAvg-only rate, so the
-penalised algorithms' extra passes are not in it. A GPU estimate divides by an assumed throughput
-(`GPU_TFLOPS`), stated with it.
+penalised algorithms' extra passes are not in it.
+
+Seconds on one GPU come from the committed device benchmark (`benchmarks/results/gpu/device_speed.json`,
+written by `scripts/gpu-check.sh`): per model (and normalisation, for ResNet-18's GroupNorm and BatchNorm),
+the FLOP/s of the faster path on one FedAvg round of a few clients. Like the CPU's benchmark rate it
+leaves out the penalised algorithms' extra passes and evaluation's own speed, and its cohorts are smaller
+than most runs' (a larger cohort fills the GPU better). A model the benchmark did not measure divides by
+an assumed throughput (`GPU_TFLOPS`), and the plan says for how many runs.
 """
 from __future__ import annotations
 
 import functools
 import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -33,6 +40,7 @@ from pipeline.train import RUNS_DIR
 # (far below its peak: at B = 10-64 the kernels are small). An assumption, not a measurement.
 GPU_TFLOPS = 10.0
 BENCHMARK_RESULTS = Path("benchmarks") / "results" / "speed.json"
+GPU_BENCHMARK_RESULTS = Path("benchmarks") / "results" / "gpu" / "device_speed.json"
 
 
 def forward_flops(model: torch.nn.Module, image_shape) -> int:
@@ -63,21 +71,19 @@ def forward_flops(model: torch.nn.Module, image_shape) -> int:
 
 
 def client_sizes(params: dict, partition: str) -> list[int] | None:
-    """Training samples per client: from the built partition when there is one, else an equal split of
-    the dataset's training set (minus the validation fraction); None when unknown (FEMNIST unbuilt)."""
+    """Training samples per client: from the built partition when there is one, else as the partitioner
+    will draw them (pipeline.partition_sizes, from the dataset's class counts: every scheme, clusters and
+    Dirichlet included); None when the dataset's size is unknown before download (FEMNIST)."""
+    from pipeline.partition_sizes import partition_sizes, training_split
+
     meta = PARTITION_RECORDS / partition / "meta.json"
     if meta.is_file():
         return json.loads(meta.read_text())["train_sizes"]
     settings = params["partitions"][partition]
-    spec = dataset_spec(settings["dataset"], params.get("datasets", {}).get(settings["dataset"]))
-    if spec.train_size is None or "clients" not in settings:
+    split = training_split(settings["dataset"], params.get("datasets", {}).get(settings["dataset"]))
+    if split is None:
         return None
-    clients = settings["clients"]
-    if settings.get("scheme") == "shards" and settings.get("shard_size"):
-        per_client = settings["shards_per_client"] * settings["shard_size"]
-    else:
-        per_client = spec.train_size // clients
-    return [int(per_client * (1 - settings.get("val_fraction", 0.0)))] * clients
+    return [int(size) for size in partition_sizes(settings, split).train_sizes]
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,6 +149,35 @@ def benchmark_throughput(path: Path = BENCHMARK_RESULTS) -> dict[str, float]:
     return {model: statistics.median(rates) for model, rates in by_model.items()}
 
 
+@dataclass(frozen=True)
+class GpuRates:
+    """The committed device benchmark's FLOP/s by (model, norm), and the GPU it ran on (None: no results)."""
+    by_model_and_norm: dict
+    device: str | None = None
+
+    def rate(self, model: str, norm: str | None) -> float | None:
+        """The rate of this model with this normalisation; else the median over the model's workloads."""
+        if (model, norm) in self.by_model_and_norm:
+            return self.by_model_and_norm[(model, norm)]
+        rates = [rate for (name, _), rate in self.by_model_and_norm.items() if name == model]
+        return statistics.median(rates) if rates else None
+
+
+def gpu_throughput(path: Path = GPU_BENCHMARK_RESULTS) -> GpuRates:
+    """The device benchmark's rates when it ran on CUDA: per workload, its faster path's FLOP/s."""
+    if not path.is_file():
+        return GpuRates({})
+    results = json.loads(path.read_text())
+    if results.get("device", {}).get("type") != "cuda" or results.get("quick"):
+        return GpuRates({})
+    rates = {}
+    for workload in results.get("workloads", {}).values():
+        faster = workload.get("paths", {}).get(workload.get("faster_path") or "", {})
+        if faster.get("flops_per_second"):
+            rates[(workload["model"], workload.get("norm"))] = faster["flops_per_second"]
+    return GpuRates(rates, results["device"].get("name"))
+
+
 def cpu_throughput(params: dict) -> tuple[dict[str, float], dict[str, str]]:
     """(FLOP/s per model, where each came from: "runs" or "benchmark"): the committed runs' rate where a
     run trained the model, the benchmark's otherwise."""
@@ -151,14 +186,16 @@ def cpu_throughput(params: dict) -> tuple[dict[str, float], dict[str, str]]:
     return rates, {model: "runs" if model in runs else "benchmark" for model in rates}
 
 
-def run_cost(settings: dict, params: dict, throughput: dict[str, float]) -> dict:
-    """{"flops", "cpu_seconds" (None where no run of this model was measured), "gpu_seconds"} for all of
-    the run's seeds."""
+def run_cost(settings: dict, params: dict, throughput: dict[str, float], gpu: GpuRates | None = None) -> dict:
+    """{"flops", "cpu_seconds" (None where no run of this model was measured), "gpu_seconds" (at the
+    benchmark's rate for the model, else at GPU_TFLOPS), "gpu_measured"} for all of the run's seeds."""
     flops = run_flops(settings, params)
     parameters = run_model_shape(settings, params)[1]
     if flops is None:
         return {"flops": None, "cpu_seconds": None, "gpu_seconds": None, "parameters": parameters}
     flops *= len(settings["seeds"])
     rate = throughput.get(settings["model"])
-    return {"flops": flops, "cpu_seconds": flops / rate if rate else None, "gpu_seconds": flops / (GPU_TFLOPS * 1e12),
+    gpu_rate = (gpu or GpuRates({})).rate(settings["model"], settings.get("norm"))
+    return {"flops": flops, "cpu_seconds": flops / rate if rate else None,
+            "gpu_seconds": flops / (gpu_rate or GPU_TFLOPS * 1e12), "gpu_measured": gpu_rate is not None,
             "parameters": parameters}

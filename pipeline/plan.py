@@ -6,7 +6,8 @@
 
 Each run's line ends with its estimated cost over all its seeds (pipeline.cost): training FLOPs, hours on
 this kind of CPU (from the committed runs' measured throughput for the same model; "?" where no run of
-that model was measured) and on one GPU (at an assumed throughput); the profile's totals come last.
+that model was measured) and on one GPU (at the committed device benchmark's rate for the model, else an
+assumed throughput); the profile's totals come last, each with where its rates came from.
 """
 from __future__ import annotations
 
@@ -68,10 +69,11 @@ def main(argv=None) -> None:
           f"({len(grid_runs(grid))} run-seed stages), {len(grid['partitions'])} partitions, "
           f"datasets {', '.join(grid['datasets'])}")
     throughput, sources = cost.cpu_throughput(params)
+    gpu = cost.gpu_throughput()
     estimates = []
     for key in grid["run_ids"]:
         settings = resolve_run(params, key)
-        estimates.append(cost.run_cost(settings, params, throughput))
+        estimates.append(cost.run_cost(settings, params, throughput, gpu))
         print(f"{run_line(settings)}  [{cost_text(estimates[-1])}]")
         if args.verbose:
             for name, value in sorted(settings.items()):
@@ -81,10 +83,22 @@ def main(argv=None) -> None:
             print(f"    partition {settings['partition']}: {params['partitions'][settings['partition']]}")
             for name, change in sorted(changed_scalings(settings["scaled"]).items()):
                 print(f"    scaled {name}: paper {change['paper']} -> {change['used']}")
-    print(total_line(estimates, throughput, sources))
+    print(total_line(estimates, throughput, sources, gpu))
 
 
-def total_line(estimates: list[dict], throughput: dict, sources: dict) -> str:
+def gpu_source(estimates: list[dict], gpu: cost.GpuRates) -> str:
+    """Where the GPU hours' rates came from: the benchmark's GPU and rates, and the runs left to the
+    assumed throughput."""
+    assumed = sum(1 for e in estimates if e["flops"] is not None and not e["gpu_measured"])
+    measured = ", ".join(f"{model}{f' ({norm})' if norm else ''} {rate / 1e12:.2f}"
+                         for (model, norm), rate in sorted(gpu.by_model_and_norm.items(), key=str))
+    if not measured:
+        return f"at an assumed {cost.GPU_TFLOPS:g} TFLOP/s (no GPU benchmark committed)"
+    return (f"on one {gpu.device} at its measured TFLOP/s by model ({cost.GPU_BENCHMARK_RESULTS}: {measured})"
+            f"{f', {assumed} run(s) of unmeasured models at an assumed {cost.GPU_TFLOPS:g}' if assumed else ''}")
+
+
+def total_line(estimates: list[dict], throughput: dict, sources: dict, gpu: cost.GpuRates | None = None) -> str:
     """The profile's totals; each says how many runs it leaves out (sizes unknown, model unmeasured)."""
     known = [e for e in estimates if e["flops"] is not None]
     cpu = [e["cpu_seconds"] for e in known if e["cpu_seconds"] is not None]
@@ -96,7 +110,7 @@ def total_line(estimates: list[dict], throughput: dict, sources: dict) -> str:
             f"CPU {sum(cpu) / 3600:.2f} h"
             f"{f' without {cpu_left_out} run(s) of unmeasured models or sizes' if cpu_left_out else ''}; GPU "
             f"{sum(e['gpu_seconds'] for e in known) / 3600:.2f} h"
-            f"{f' without the same {unsized}' if unsized else ''} at an assumed {cost.GPU_TFLOPS:g} TFLOP/s "
+            f"{f' without the same {unsized}' if unsized else ''} {gpu_source(estimates, gpu or cost.GpuRates({}))} "
             f"(measured CPU GFLOP/s by model: {rates})")
 
 

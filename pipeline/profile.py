@@ -3,6 +3,7 @@
 
     python -m pipeline.profile default    # laptop CPU: scaled runs (runs.<key>.scaled applied)
     python -m pipeline.profile paper      # the papers' published settings, for a GPU
+    python -m pipeline.profile gpu_day    # the papers' models, their headline runs fitted to one GPU-day
     python -m pipeline.profile            # rewrite grid.yaml for the current profile (after editing runs)
 
 Only the `profile:` line of params.yaml is changed (comments and layout are kept).

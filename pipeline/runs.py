@@ -1,8 +1,10 @@
 """A run: one training job, as params.yaml describes it under runs.<key>, resolved for a profile.
 
 Every run holds the paper's exact settings. Its `scaled` mapping holds what the default profile
-changes to fit a laptop CPU (fewer rounds, smaller model, ...); the paper profile ignores it. The
-resolved settings record which keys were scaled, so every report can say so.
+changes to fit a laptop CPU (fewer rounds, smaller model, ...); its `gpu_day` mapping, if any, what the
+one-GPU-day profile changes (fewer rounds or seeds on the papers' models) and that the run belongs to that
+profile; the paper profile ignores both. The resolved settings record which keys the active profile
+changed (under `scaled`, whichever block it was), so every report can say so.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import argparse
 import copy
 
 from pipeline.checks import (check_choice, check_fraction, check_int, check_keys, check_mapping, check_nonnegative,
-                             check_positive, check_profiles, check_unique_ints, is_number)
+                             check_positive, check_profiles, check_unique_ints, is_number, profile_overrides)
 from pipeline.clientdata import AUGMENTATIONS, INPUT_SCALINGS
 from pipeline.errors import exit_on_user_error
 from pipeline.inputs import RESOLVED_DIR
@@ -42,7 +44,8 @@ RUN_DEFAULTS = {
 RUN_REQUIRED = ("partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs", "batch_size", "lr")
 OPTIMIZERS = ("sgd", "adam")
 EVALUATION_SETS = ("test", "validation", "test_seen_classes")
-RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", "scaled"}
+RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", "scaled", "gpu_day"}
+PROFILE_BLOCK_KEYS = ("scaled", "gpu_day")
 PAPERS = ("fedcurv", "importance", "tce", "fedwavg")
 
 
@@ -87,11 +90,13 @@ def expand_templates(params: dict) -> dict:
 
 
 def inherit(template: dict, own: dict) -> dict:
-    """A run's settings over its template's: own keys replace the template's, except `scaled`, whose keys
-    are merged one by one (a run that scales one more key keeps the template's other scalings)."""
+    """A run's settings over its template's: own keys replace the template's, except the profile blocks
+    (`scaled`, `gpu_day`), whose keys are merged one by one (a run that scales one more key keeps the
+    template's other scalings)."""
     merged = {**copy.deepcopy(template), **copy.deepcopy(own)}
-    if isinstance(template.get("scaled"), dict) and isinstance(own.get("scaled"), dict):
-        merged["scaled"] = {**copy.deepcopy(template["scaled"]), **copy.deepcopy(own["scaled"])}
+    for block in PROFILE_BLOCK_KEYS:
+        if isinstance(template.get(block), dict) and isinstance(own.get(block), dict):
+            merged[block] = {**copy.deepcopy(template[block]), **copy.deepcopy(own[block])}
     return merged
 
 
@@ -190,17 +195,26 @@ def check_run(path: str, run, params: dict) -> list[str]:
     if "profiles" in run:
         problems += check_profiles(f"{path}.profiles", run["profiles"])
     problems += check_run_values(path, run, params)
-    if "scaled" in run and not isinstance(run["scaled"], dict):
-        return problems + check_mapping(f"{path}.scaled", run["scaled"])
-    scaled = run.get("scaled", {})
-    if problems or not scaled:
-        return problems
-    problems = check_keys(f"{path}.scaled", scaled, RUN_KEYS - {"scaled", "profiles", "paper"})
+    for block in PROFILE_BLOCK_KEYS:
+        if problems:
+            return problems
+        problems = check_profile_block(path, run, block, params)
+    return problems
+
+
+def check_profile_block(path: str, run: dict, block: str, params: dict) -> list[str]:
+    """A profile's block (`scaled`, `gpu_day`): a mapping of run settings, valid once merged."""
+    if block in run and not isinstance(run[block], dict):
+        return check_mapping(f"{path}.{block}", run[block])
+    overrides = run.get(block, {})
+    if not overrides:
+        return []
+    problems = check_keys(f"{path}.{block}", overrides, RUN_KEYS - {*PROFILE_BLOCK_KEYS, "profiles", "paper"})
     if problems:
         return problems
-    merged = deep_merge(run, scaled)
-    return [p.replace(f"{path}.", f"{path}.scaled.", 1) for p in check_run_values(path, merged, params)
-            if any(p.startswith(f"{path}.{k}") for k in scaled_keys(scaled))]
+    merged = deep_merge(run, overrides)
+    return [p.replace(f"{path}.", f"{path}.{block}.", 1) for p in check_run_values(path, merged, params)
+            if any(p.startswith(f"{path}.{k}") for k in scaled_keys(overrides))]
 
 
 def resolve_run(params: dict, key: str) -> dict:
@@ -209,9 +223,9 @@ def resolve_run(params: dict, key: str) -> dict:
 
     run = params["runs"][key]
     profile = params["profile"]
-    scaled = run.get("scaled", {}) if profile == "default" else {}
-    settings = {**RUN_DEFAULTS, **deep_merge({k: v for k, v in run.items() if k not in ("scaled", "profiles")},
-                                             scaled)}
+    scaled = profile_overrides(run, profile)
+    settings = {**RUN_DEFAULTS, **deep_merge({k: v for k, v in run.items()
+                                              if k not in (*PROFILE_BLOCK_KEYS, "profiles")}, scaled)}
     settings["algorithm"] = {"name": settings["algorithm"]["name"], **resolve_hyperparams(settings["algorithm"])}
     settings["key"] = key
     settings["run"] = key

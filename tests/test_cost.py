@@ -72,3 +72,37 @@ def test_a_model_no_run_trained_takes_the_benchmarks_cpu_rate(tmp_path, monkeypa
     assert rates["cnn_mnist"] == 5e10 and sources["cnn_mnist"] == "benchmark"
     path.write_text(json.dumps({**results, "machine": {"device": "cuda"}}))
     assert cost.benchmark_throughput() == {}
+
+
+def device_results(device_type: str = "cuda", quick: bool = False) -> dict:
+    def workload(model, norm, vectorized, sequential, faster):
+        return {"model": model, "norm": norm, "faster_path": faster,
+                "paths": {"vectorized": {"flops_per_second": vectorized},
+                          "sequential": {"flops_per_second": sequential} if sequential else {"failed": "out of memory"}}}
+    return {"device": {"type": device_type, "name": "Some GPU"}, "quick": quick,
+            "workloads": {"a": workload("resnet18", "group", 4e12, 2e12, "vectorized"),
+                          "b": workload("resnet18", "batch", 1e12, 3e12, "sequential"),
+                          "c": workload("mlp_200", None, 5e11, None, "vectorized")}}
+
+
+def test_gpu_seconds_take_the_device_benchmarks_faster_path_for_the_model_and_norm(tmp_path):
+    path = tmp_path / "device_speed.json"
+    path.write_text(json.dumps(device_results()))
+    gpu = cost.gpu_throughput(path)
+    assert gpu.device == "Some GPU"
+    assert gpu.rate("resnet18", "group") == 4e12 and gpu.rate("resnet18", "batch") == 3e12
+    assert gpu.rate("resnet18", None) == 3.5e12  # no workload of that norm: the median of the model's
+    assert gpu.rate("mlp_200", None) == 5e11 and gpu.rate("cnn_small", None) is None
+    flops = cost.run_flops(SETTINGS, PARAMS) * 2
+    measured = cost.run_cost(SETTINGS, PARAMS, {}, gpu)
+    assert measured["gpu_seconds"] == pytest.approx(flops / 5e11) and measured["gpu_measured"]
+    assumed = cost.run_cost({**SETTINGS, "model": "cnn_small", "norm": None}, PARAMS, {}, gpu)
+    assert not assumed["gpu_measured"]
+
+
+@pytest.mark.parametrize("results", [device_results("cpu"), device_results(quick=True)], ids=["cpu", "quick"])
+def test_a_cpu_or_smoke_device_benchmark_gives_no_gpu_rate(tmp_path, results):
+    path = tmp_path / "device_speed.json"
+    path.write_text(json.dumps(results))
+    assert cost.gpu_throughput(path).by_model_and_norm == {}
+    assert cost.gpu_throughput(tmp_path / "missing.json").device is None
