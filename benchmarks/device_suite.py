@@ -14,11 +14,18 @@ the device synchronised around each; images a second = the round's samples (E x 
 median seconds; peak memory = torch.cuda.max_memory_allocated over the timed rounds (CUDA only). A path
 that fails (out of memory, an operation vmap cannot batch) is reported with its error, not hidden.
 
+With --levers, each workload's faster path is timed again under each speed lever of issue 40 that
+needs no change to the engine: TF32 for float32 matrix products (cuDNN's convolutions already use TF32
+by default), cuDNN's autotuner (`cudnn.benchmark`), and bf16 autocast around the whole round. These are
+speed measurements only: no run trains with them, and what bf16 does to the Fisher, the BatchNorm
+statistics or a claim's numbers is not measured here.
+
 Writes <out>/device_speed.json and <out>/device_speed.md, with the device described as in a run's
 timing.json (pipeline.distributed.describe_device).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import statistics
 import sys
@@ -102,8 +109,35 @@ def peak_memory(device: torch.device) -> int | None:
     return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
 
 
-def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: bool, repeats: int) -> dict:
-    """Seconds a round (median of `repeats`), images a second and peak memory of one path."""
+@contextlib.contextmanager
+def backend_flags(module, **flags):
+    """Set torch.backends flags for the block, then put them back."""
+    before = {name: getattr(module, name) for name in flags}
+    for name, value in flags.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(module, name, value)
+
+
+def autocast_bf16(device: torch.device):
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+# lever -> a context for the timed rounds, given the device
+LEVERS = {
+    "tf32_matmul": lambda device: backend_flags(torch.backends.cuda.matmul, allow_tf32=True),
+    "cudnn_benchmark": lambda device: backend_flags(torch.backends.cudnn, benchmark=True),
+    "bf16_autocast": autocast_bf16,
+}
+
+
+def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: bool, repeats: int,
+                 lever: str | None = None) -> dict:
+    """Seconds a round (median of `repeats`), images a second and peak memory of one path (under a lever's
+    context for the warm-up and the timed rounds, if one is named)."""
     data = synthetic_data(workload, device)
     model = build_model(workload.model, workload.image_shape, CLASSES, SEED, workload.norm).to(device)
     algorithm = get_algorithm("fedavg")
@@ -120,10 +154,11 @@ def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: boo
             state["now"] = result.state
         return time.perf_counter() - start
 
-    one_round(1)  # warm-up
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    seconds = [one_round(2 + r) for r in range(repeats)]
+    with LEVERS[lever](device) if lever else contextlib.nullcontext():
+        one_round(1)  # warm-up
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        seconds = [one_round(2 + r) for r in range(repeats)]
     images = workload.clients * workload.samples_per_client
     median = statistics.median(seconds)
     return {"seconds_per_round": median, "seconds_per_round_repeats": seconds, "images_per_round": images,
@@ -132,7 +167,22 @@ def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: boo
             "peak_memory_bytes": peak_memory(device)}
 
 
-def run_workload(workload: DeviceWorkload, device: torch.device, repeats: int) -> dict:
+def measure_levers(workload: DeviceWorkload, device: torch.device, repeats: int, path: str) -> dict:
+    """Each lever on the workload's faster path: images a second, or why it failed."""
+    results = {}
+    for lever in LEVERS:
+        print(f"device suite: {workload.key}, {path}, lever {lever}", file=sys.stderr, flush=True)
+        try:
+            results[lever] = measure_path(workload, device, path == "vectorized", repeats, lever)
+        except (RuntimeError, torch.cuda.OutOfMemoryError) as error:
+            results[lever] = {"failed": (str(error).strip().splitlines() or [type(error).__name__])[0]}
+        finally:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    return results
+
+
+def run_workload(workload: DeviceWorkload, device: torch.device, repeats: int, levers: bool = False) -> dict:
     paths = {}
     for label, vectorized in (("vectorized", True), ("sequential", False)):
         print(f"device suite: {workload.key}, {label}", file=sys.stderr, flush=True)
@@ -145,10 +195,13 @@ def run_workload(workload: DeviceWorkload, device: torch.device, repeats: int) -
                 torch.cuda.empty_cache()
     done = {label: entry for label, entry in paths.items() if "failed" not in entry}
     faster = max(done, key=lambda label: done[label]["images_per_second"]) if done else None
-    return {"title": workload.title, "model": workload.model, "norm": workload.norm,
-            "image_shape": list(workload.image_shape), "clients": workload.clients,
-            "samples_per_client": workload.samples_per_client, "batch_size": workload.batch_size,
-            "optimizer": workload.optimizer, "lr": workload.lr, "paths": paths, "faster_path": faster}
+    result = {"title": workload.title, "model": workload.model, "norm": workload.norm,
+              "image_shape": list(workload.image_shape), "clients": workload.clients,
+              "samples_per_client": workload.samples_per_client, "batch_size": workload.batch_size,
+              "optimizer": workload.optimizer, "lr": workload.lr, "paths": paths, "faster_path": faster}
+    if levers and faster:
+        result["levers"] = measure_levers(workload, device, repeats, faster)
+    return result
 
 
 def number(value, digits: int = 3) -> str:
@@ -174,8 +227,28 @@ def markdown(summary: dict) -> str:
                          f"{number(entry['seconds_per_round'])} | {number(entry['images_per_second'])} | "
                          f"{number(entry['flops_per_second'] / 1e12)} | "
                          f"{'-' if memory is None else number(memory / 2 ** 20)} |")
+    lines += lever_lines(summary)
     lines += ["", "Workloads:"] + [f"- {key}: {w['title']}" for key, w in summary["workloads"].items()]
     return "\n".join(lines) + "\n"
+
+
+def lever_lines(summary: dict) -> list[str]:
+    """The levers' table: images a second on each workload's faster path, and the ratio to its baseline."""
+    measured = {key: w for key, w in summary["workloads"].items() if "levers" in w}
+    if not measured:
+        return []
+    lines = ["", "Speed levers on each workload's faster path (images / s, and x the baseline above; speed only: "
+             "no run trains with them):", "", "| workload | path | " + " | ".join(LEVERS) + " |",
+             "|---|---|" + "---|" * len(LEVERS)]
+    for key, workload in measured.items():
+        base = workload["paths"][workload["faster_path"]]["images_per_second"]
+        cells = []
+        for lever in LEVERS:
+            entry = workload["levers"].get(lever, {})
+            cells.append(f"failed: {entry['failed']}" if "failed" in entry else
+                         f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f})")
+        lines.append(f"| {key} | {workload['faster_path']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def select(keys: str | None) -> list[DeviceWorkload]:
@@ -195,10 +268,11 @@ def select(keys: str | None) -> list[DeviceWorkload]:
 def main(args, device: torch.device) -> dict:
     """Run the suite for speed.py's parsed `args` (out, repeats, quick, workloads) on `device`."""
     workloads = [w.tiny() if args.quick else w for w in select(args.device_workloads)]
-    results = {w.key: run_workload(w, device, args.repeats) for w in workloads}
+    levers = getattr(args, "levers", False)
+    results = {w.key: run_workload(w, device, args.repeats, levers) for w in workloads}
     summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "device": distributed.describe_device(device), "repeats": args.repeats, "quick": args.quick,
-               "workloads": results}
+               "levers": levers, "workloads": results}
     text = markdown(summary)
     write_json(args.out / "device_speed.json", summary)
     write_text(args.out / "device_speed.md", text)

@@ -324,7 +324,11 @@ def parse_args(argv):
                         help="compare: workloads 1-8 against other implementations (above); device: images/s and "
                              "peak memory of the GPU-scale models on both paths (benchmarks/device_suite.py)")
     parser.add_argument("--device-workloads", help="with --suite device: a comma-separated subset of "
-                                                   "resnet18_gn,resnet18_bn,resnet_shallow_adam,densenet121,dropout_cnn")
+                                                   "resnet18_gn,resnet18_bn,resnet_shallow_adam,densenet121,"
+                                                   "dropout_cnn,cnn_fedavg,mlp_200")
+    parser.add_argument("--levers", action="store_true",
+                        help="with --suite device: also time each workload's faster path under each speed lever "
+                             "(TF32 matmuls, cuDNN's autotuner, bf16 autocast): speed only, not the runs' settings")
     args = parser.parse_args(argv)
     args.sizes = args.sizes or ("tiny" if args.quick else "paper")
     args.repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)

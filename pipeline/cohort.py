@@ -60,14 +60,20 @@ def cohort_chunk_size(params: dict) -> int:
 def prefer_vectorized(model, device: torch.device, cohort_clients: int | None = None) -> bool:
     """vmap over a cohort of convolutions ran 2-3x slower than one client at a time on this 2-core CPU
     (cnn_mnist, 96 clients, E=1: 128-201 s vs 63-68 s a round), while for MLPs the vectorized path is
-    the fast one; on a GPU the vectorized path is taken, BatchNorm models' included. A cohort of one
-    client (a centralised run) has nothing to batch, and torch.func's stacking and pytree handling
-    still cost: 5 epochs of FedWAvg's centralised MNIST MLP took 22.5 s vectorized and 14.5 s
-    sequential, so it goes sequential."""
+    the fast one. On a GPU (an H200, benchmarks/results/gpu/, three machines) the vectorized path won
+    for the MLP (8-30x), the dropout CNN (1.2-1.6x), FedAvg's CNN at B = 10 (1.1-1.3x) and ResNet-18 with
+    GroupNorm (1.2-1.7x), and lost for every BatchNorm model (ResNet-18 1.5-3x, the shallow ResNet
+    1.3-1.9x, DenseNet-121 2x: the keyed BatchNorm's masked statistics cost more under vmap than
+    the batching saves), so BatchNorm models keep the sequential path there. A cohort of one client (a
+    centralised run) has nothing to batch, and torch.func's stacking and pytree handling still cost: 5
+    epochs of FedWAvg's centralised MNIST MLP took 22.5 s vectorized and 14.5 s sequential, so it goes
+    sequential."""
     if cohort_clients == 1:
         return False
     has_conv = any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
-    return device.type != "cpu" or not has_conv
+    if device.type == "cpu":
+        return not has_conv
+    return not batch_norm_presence(model)
 
 
 # ---------------------------------------------------------------- the schedule on the host

@@ -532,14 +532,19 @@ def test_every_batch_norm_model_trains_to_the_same_numbers_on_both_paths(model_n
         assert any(not torch.equal(seq["buffers"][name], start["buffers"][name]) for name in seq["buffers"])
 
 
-def test_convolutional_models_take_the_vectorized_path_on_a_gpu_only():
-    """On this CPU vmap over convolutions lost to one client at a time (cohort.prefer_vectorized); on a
-    GPU every model, BatchNorm's included, takes the vectorized path; MLPs take it everywhere."""
+def test_the_path_is_chosen_by_the_measured_winner_on_each_device():
+    """On this CPU vmap over convolutions lost to one client at a time (cohort.prefer_vectorized); on an
+    H200 vmap won for every model but those with BatchNorm; MLPs take it everywhere."""
     from pipeline.cohort import prefer_vectorized
+    chosen_on_gpu = {}
     for name in models.MODELS:
         for norm in models.NORMS.get(name, (None,)):
             model = build(name, (16, 16, 3), **({} if norm is None else {"norm": norm}))
             convolutional = any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+            batch_norm = any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
             assert prefer_vectorized(model, torch.device("cpu")) is not convolutional
-            assert prefer_vectorized(model, torch.device("cuda"))
+            assert prefer_vectorized(model, torch.device("cuda")) is not batch_norm
             assert not prefer_vectorized(model, torch.device("cuda"), cohort_clients=1)
+            chosen_on_gpu[(name, norm)] = prefer_vectorized(model, torch.device("cuda"))
+    assert chosen_on_gpu[("resnet18", "group")] and not chosen_on_gpu[("resnet18", "batch")]
+    assert chosen_on_gpu[("mlp_200", None)] and not chosen_on_gpu[("densenet121", None)]

@@ -66,3 +66,23 @@ def test_the_device_benchmark_names_an_unknown_workload_in_one_line(tmp_path):
     assert result.stderr.strip().splitlines() == [
         "error: --device-workloads: vgg not in the device suite; allowed: resnet18_gn, resnet18_bn, "
         "resnet_shallow_adam, densenet121, dropout_cnn, cnn_fedavg, mlp_200"]
+
+
+def test_a_lever_sets_its_backend_flag_for_the_block_only():
+    from benchmarks.device_suite import LEVERS
+
+    before = torch.backends.cudnn.benchmark
+    with LEVERS["cudnn_benchmark"](torch.device("cpu")):
+        assert torch.backends.cudnn.benchmark is True
+    assert torch.backends.cudnn.benchmark is before
+
+
+def test_the_levers_table_gives_each_lever_as_a_ratio_to_the_faster_paths_baseline():
+    from benchmarks.device_suite import lever_lines
+
+    workload = {"faster_path": "sequential", "paths": {"sequential": {"images_per_second": 200.0}},
+                "levers": {"tf32_matmul": {"images_per_second": 300.0}, "cudnn_benchmark": {"images_per_second": 100.0},
+                           "bf16_autocast": {"failed": "dtype mismatch"}}}
+    lines = lever_lines({"workloads": {"w": workload, "plain": {"faster_path": "vectorized", "paths": {}}}})
+    assert lines[-1] == "| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch |"
+    assert sum(line.startswith(("| w |", "| plain |")) for line in lines) == 1  # no row without levers
