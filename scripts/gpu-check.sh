@@ -6,8 +6,11 @@
 #      of a killed run, two processes on one GPU (gloo; NCCL needs two GPUs, skipped by count) and the
 #      one-line error for more NCCL processes than GPUs, deterministic kernels for AdaptiveAvgPool2d models;
 #   2. python -m benchmarks.speed --suite device --device cuda: ResNet-18 (GroupNorm, BatchNorm), the
-#      shallow ResNet (Adam), DenseNet-121 and the dropout CNN, images/s and peak memory on both paths.
-# Results (the tests' log, device_speed.json/.md) go to benchmarks/results/gpu/ (or the folder given).
+#      shallow ResNet (Adam), DenseNet-121, the dropout CNN, FedAvg's CNN and the MLP, images/s and peak
+#      memory on both paths;
+#   3. python -m benchmarks.gpu_reproducibility: what is bit for bit (reruns, paths, 1 vs 2 processes).
+# Results (the tests' log, device_speed.json/.md, reproducibility.json/.md) go to benchmarks/results/gpu/
+# (or the folder given).
 #
 #   bash scripts/gpu-check.sh [OUT]            the check (exits non-zero if a test failed; the benchmark runs anyway)
 #   bash scripts/gpu-check.sh --smoke OUT      without CUDA: the tier collected and skipped, the benchmark on
@@ -40,6 +43,7 @@ else
     tests=${PIPESTATUS[0]}
     "$python" -m benchmarks.speed --suite device --device cuda --repeats 3 --out "$out"
     bench=$?
+    "$python" -m benchmarks.gpu_reproducibility --out "$out" || bench=$?
 fi
 echo "gpu-check: tests exit $tests, benchmark exit $bench, $(( $(date +%s) - start )) s; results in $out"
 # pytest's 5 is "no tests ran" (all skipped, as without CUDA): not a failure of the check

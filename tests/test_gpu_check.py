@@ -86,3 +86,13 @@ def test_the_levers_table_gives_each_lever_as_a_ratio_to_the_faster_paths_baseli
     lines = lever_lines({"workloads": {"w": workload, "plain": {"faster_path": "vectorized", "paths": {}}}})
     assert lines[-1] == "| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch |"
     assert sum(line.startswith(("| w |", "| plain |")) for line in lines) == 1  # no row without levers
+
+
+def test_the_reproducibility_comparison_reports_equality_and_the_largest_difference():
+    from benchmarks.gpu_reproducibility import compare
+
+    state = {"params": {"w": torch.tensor([1.0, 2.0])}, "steps": [torch.tensor(3)]}
+    assert compare(state, {"params": {"w": torch.tensor([1.0, 2.0])}, "steps": [torch.tensor(3)]}) == {
+        "bitwise_equal": True, "max_abs_difference": 0.0}
+    moved = compare(state, {"params": {"w": torch.tensor([1.0, 2.5])}, "steps": [torch.tensor(3)]})
+    assert moved == {"bitwise_equal": False, "max_abs_difference": 0.5}
