@@ -21,7 +21,7 @@ PARTS = ["test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_step
          "test_vmap_evaluation_of_batch_norm_models_matches_one_model_at_a_time", "test_a_killed_run_resumes_on_cuda",
          "test_two_processes_share_one_gpu_over_gloo_with_one_process_numbers",
          "test_two_processes_over_nccl_give_one_process_numbers", "test_more_nccl_processes_than_gpus_is_one_line",
-         "test_deterministic_kernels_train_adaptive_pooling_models_where_the_strict_setting_stops_them"]
+         "test_deterministic_kernels_train_adaptive_pooling_models"]
 
 
 def test_the_gpu_tier_is_collected_with_every_part_of_the_check():
