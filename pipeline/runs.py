@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import copy
 
-from pipeline.checks import (check_choice, check_fraction, check_int, check_keys, check_mapping, check_nonnegative,
-                             check_positive, check_profiles, check_unique_ints, is_number, profile_overrides)
+from pipeline.checks import (PROFILE_BLOCKS, check_choice, check_fraction, check_int, check_keys, check_mapping,
+                             check_nonnegative, check_positive, check_profiles, check_unique_ints, is_number,
+                             profile_overrides)
 from pipeline.clientdata import AUGMENTATIONS, INPUT_SCALINGS
 from pipeline.errors import exit_on_user_error
 from pipeline.inputs import RESOLVED_DIR
@@ -44,8 +45,8 @@ RUN_DEFAULTS = {
 RUN_REQUIRED = ("partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs", "batch_size", "lr")
 OPTIMIZERS = ("sgd", "adam")
 EVALUATION_SETS = ("test", "validation", "test_seen_classes")
-RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", "scaled", "gpu_day"}
-PROFILE_BLOCK_KEYS = ("scaled", "gpu_day")
+PROFILE_BLOCK_KEYS = tuple(block for block in PROFILE_BLOCKS.values() if block)  # "scaled", "gpu_day"
+RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", *PROFILE_BLOCK_KEYS}
 PAPERS = ("fedcurv", "importance", "tce", "fedwavg")
 
 
