@@ -158,3 +158,18 @@ def test_a_scaled_model_or_partition_that_breaks_norm_or_evaluate_on_is_named():
     problems = check_runs({**PARAMS, "runs": {"r": run}})
     assert any(p.startswith("runs.r.norm: model mlp_200 has no norm option") and "scaled model" in p for p in problems)
     assert any(p.startswith("runs.r.evaluate_on:") and "scaled partition" in p for p in problems)
+
+
+# ---------------------------------------------------------------- the test set at the last evaluated rounds
+
+@pytest.mark.parametrize(("rounds", "every", "expected"), [
+    (60, 5, {40, 45, 50, 55, 60}),
+    (12, 5, {5, 10, 12}),  # the last round is always evaluated; fewer than 5 evaluated rounds: all of them
+    (7, 1, {3, 4, 5, 6, 7}),
+])
+def test_the_test_set_rounds_are_the_last_five_evaluated_rounds(rounds, every, expected):
+    from pipeline.settings import Schedule
+    from pipeline.train import rounds_also_on_the_test_set
+
+    schedule = Schedule(rounds=rounds, eval_every=every, evaluate_on="validation", checkpoint_every=10, targets=())
+    assert rounds_also_on_the_test_set(schedule) == expected

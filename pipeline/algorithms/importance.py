@@ -19,8 +19,10 @@ loss; then, element by element, by the sum of those over the cohort, so Σ_k F̄
 1/m in front of that sum; with weights already summing to one it would shrink θ m-fold every round,
 so eq. 2 (no 1/m) is followed. Where no client has any importance for an element (exactly zero
 Fisher in every client: a hidden unit no sample of the cohort activates, so its weights get no gradient),
-the sample-size weights of FedAvg take over. (Blank MNIST pixels are not such elements: the inputs are
-normalised, so a blank pixel is a non-zero constant and its weights do get gradient.)
+the sample-size weights of FedAvg take over. Blank MNIST pixels are such elements too where the run
+scales pixels to [0, 1] (`input_scaling: unit`, the MNIST runs' setting): a pixel that is 0 in every
+sample of the cohort gives its first-layer weights no gradient and so no Fisher, and they are averaged by
+sample size; with standardised inputs a blank pixel is a non-zero constant and its weights do get one.
 
 Two choices the paper leaves open, decided here:
 - Round 1: there is no global Fisher yet, so no EWC term and no smoothing (with F_0 = 0 the smoothing
