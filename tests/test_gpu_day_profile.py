@@ -39,8 +39,10 @@ def test_a_run_joins_the_gpu_day_profile_by_its_block_and_takes_its_changes(para
     assert (paper["rounds"], settings["rounds"]) == (4000, 400)
     assert settings["scaled"]["rounds"] == {"paper": 4000, "used": 400}
     assert settings["model"] == paper["model"] == "resnet18" and settings["profile"] == "gpu_day"
-    # the default profile still applies `scaled`, not `gpu_day`
-    assert resolve_run({**params, "profile": "default"}, "tce_cifar10_tce_gn")["rounds"] == 40
+    # the default profile still applies `scaled` (its stand-in), not `gpu_day`, which keeps CIFAR-10
+    default = resolve_run({**params, "profile": "default"}, "tce_cifar10_tce_gn")
+    assert (default["rounds"], default["partition"]) == (60, "fashion_mnist_dirichlet_alpha01")
+    assert settings["partition"] == paper["partition"] == "cifar10_dirichlet_alpha01"
 
 
 def test_the_gpu_day_profile_keeps_the_papers_models_and_uses_only_the_mirrors_datasets(params):

@@ -316,7 +316,7 @@ def test_tce_bn_against_fedavg_bn_is_its_own_claim_paired_by_seed(tmp_path):
     # the paper's premise, cited: no FedAvg (BN) numbers, the sentence and the caption
     assert "typically do poorly when using BN' (§3.2, L78)" in claim.published
     assert "known to yield poor performance [17]" in claim.published
-    assert "test accuracy of the model after the last round, 40" in claim.evidence
+    assert "test accuracy, each seed's mean over its last 5 evaluated rounds of 40)" in claim.evidence
     assert claims["tce_bn_beats_fedavg_bn_cifar100"].status == "not run"
 
 
@@ -518,3 +518,29 @@ def test_figure4_is_drawn_from_the_committed_records_and_a_missing_one_is_an_err
     record.parent.mkdir(parents=True)
     record.write_text('{"train": [[3, 1], [0, 4]], "val": []}')
     assert tce.figure4_mixes({name}, records) == {0.1: [[3, 1], [0, 4]]}
+
+
+# ---------------------------------------------------------------- the accuracy a seed counts with
+
+def test_a_seed_counts_its_last_five_rounds_mean_and_is_nc_when_its_last_model_is_near_chance():
+    run = seeded("r", "ce", "group", 0.1, [0.50, 0.55, 0.12])
+    run.results[0].summary["test_set_accuracy_mean"] = 0.47  # the mean over rounds replaces the last model
+    run.results[2].summary["test_set_accuracy_mean"] = 0.40  # a fine mean, a last model within 1.5x chance
+    assert tce.accuracy_by_seed(run) == {0: 0.47, 1: 0.55, 2: None}
+
+
+def test_a_stand_in_run_is_placed_at_the_dataset_it_stands_for(tmp_path):
+    partitions = {"cifar10_dirichlet_alpha01": {"dataset": "cifar10", "scheme": "dirichlet", "alpha": 0.1},
+                  "fmnist_alpha01": {"dataset": "fashion_mnist", "scheme": "dirichlet", "alpha": 0.1}}
+    scaled = {"partition": {"paper": "cifar10_dirichlet_alpha01", "used": "fmnist_alpha01"}}
+    write_tce_run(tmp_path, "standin", "tce", "group", 0.1, [0.6, 0.62], partition="fmnist_alpha01",
+                  dataset="fashion_mnist")
+    for seed in (0, 1):  # the stand-in's settings record what the profile scaled
+        path = tmp_path / "reports" / "runs" / "standin" / f"seed{seed}" / "settings.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "scaled": scaled}))
+    run = load_results(["standin"], tmp_path / "reports" / "runs", partitions)["standin"]
+    assert run.paper_dataset == "cifar10" and run.settings["dataset"] == "fashion_mnist"
+    assert tce.point_of(run) == ("cifar10", "tce_gn", 0.1, 0.1, 0.1)
+    assert tce.stand_ins({"standin": run}) == [("Fashion-MNIST", "CIFAR-10")]
+    assert tce.stand_in_words({"standin": run}) == " (Fashion-MNIST standing in)"
+    assert "on Fashion-MNIST standing in for CIFAR-10" in tce.accuracy_words(run)

@@ -186,7 +186,7 @@ def index_markdown(profile: str, results: dict[str, SeededRun], built: list[tupl
               f"Accuracies as fractions, mean ± sd over the run's seeds; final = after the last round, last {K_LAST} = "
               f"each seed's mean over its last {K_LAST} evaluated rounds; {NC} (k of n diverged) when any seed "
               "diverged; on the test set, or (marked) on the union of the clients' validation sets for runs with "
-              "`evaluate_on: validation` (TCE's; their last model's test accuracy is in reports/tce), or on the "
+              "`evaluate_on: validation` (TCE's; their test-set accuracy is in reports/tce), or on the "
               "test samples of the classes the clients hold (`test_seen_classes`, FedWAvg's). Seconds: all "
               "seeds together. Runs of no paper (a researcher's own) are listed like any other.",
               "", f"| run | paper | seeds | status | final accuracy | last {K_LAST} accuracy | rounds | seconds |",

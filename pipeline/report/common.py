@@ -89,6 +89,7 @@ class SeededRun:
     results: list[RunResult]  # sorted by seed
     wanted: list[int] | None = None  # the seeds the grid asks for (None: whatever is on disk)
     partition: dict | None = None  # its partition's settings in params.yaml (None: not there)
+    paper_partition: dict | None = None  # the paper's partition's, where the profile put another in its place
 
     @property
     def key(self) -> str:
@@ -136,6 +137,12 @@ class SeededRun:
 
     def paper_value(self, key: str):
         return self.results[0].paper_value(key)
+
+    @property
+    def paper_dataset(self) -> str:
+        """The dataset the run stands for: its paper's, where the profile put a stand-in in its place (TCE's
+        default profile trains Fashion-MNIST for CIFAR-10)."""
+        return (self.paper_partition or {}).get("dataset") or self.settings["dataset"]
 
     def partition_settings(self, who: str) -> dict:
         """Its partition's settings as params.yaml has them (the report stage depends on `partitions`);
@@ -227,8 +234,11 @@ def load_results(runs, runs_dir: Path, partitions: Mapping[str, dict] | None = N
         present = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
         results = [r for s in present if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
         if results:
-            partition = (partitions or {}).get(results[0].settings.get("partition", ""))
-            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None, partition)
+            settings = results[0].settings
+            paper_partition = ((settings.get("scaled") or {}).get("partition") or {}).get("paper")
+            partition = (partitions or {}).get(settings.get("partition", ""))
+            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None, partition,
+                                   (partitions or {}).get(paper_partition) if paper_partition else None)
     return found
 
 

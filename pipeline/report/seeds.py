@@ -47,8 +47,8 @@ EXACT_PAIRED, EXACT_UNPAIRED = "exact sign-flip", "exact permutation"  # where t
 
 RULE = (
     f"One rule decides every claim. Each side of a claim is its run's per-seed values (accuracy: the mean of "
-    f"a seed's last {K_LAST} evaluated rounds, except TCE's: the last model's test accuracy, which its Table 1 "
-    f"reports; rounds to a target: the first round at which the mean of the last {K_LAST} evaluated rounds "
+    f"a seed's last {K_LAST} evaluated rounds, TCE's on the test set, evaluated at those rounds while its "
+    f"curves are on validation data; rounds to a target: the first round at which the mean of the last {K_LAST} evaluated rounds "
     f"reaches it, with the paper's own reading, the first round at or above it, shown beside). "
     f"**held** = the seeds separate the two sides in the claimed direction, **failed** = they separate them "
     f"the other way, **inconclusive** = they do not separate them. Separated means: at least 2 seeds on each "
