@@ -234,11 +234,10 @@ def load_results(runs, runs_dir: Path, partitions: Mapping[str, dict] | None = N
         present = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
         results = [r for s in present if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
         if results:
-            settings = results[0].settings
-            paper_partition = ((settings.get("scaled") or {}).get("partition") or {}).get("paper")
-            partition = (partitions or {}).get(settings.get("partition", ""))
-            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None, partition,
-                                   (partitions or {}).get(paper_partition) if paper_partition else None)
+            used, paper = results[0].settings.get("partition", ""), results[0].paper_value("partition")
+            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None,
+                                   (partitions or {}).get(used),
+                                   (partitions or {}).get(paper) if paper != used else None)
     return found
 
 

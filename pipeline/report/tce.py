@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.forgetting import draw_forgetting_row, read_probe
+from pipeline.inputs import dataset_spec
 from pipeline.report.common import (NC, NOT_RUN, Claim, ReportContext, SeededRun, accuracy_cell, comparisons_seeds,
                                     plot_curves, pyplot, save_figure, scaled_note, seeds_note, shift, write_table)
 from pipeline.report.seeds import (FAILED, HELD, INCONCLUSIVE, Comparison, PerSeed, combine, compare, has_value,
@@ -37,7 +38,6 @@ FIGURE4_PARTITIONS = {0.1: "cifar10_dirichlet_alpha01", 0.5: "cifar10_dirichlet_
 # "NC" (the paper: "did not converge", no rule given): here, a seed that diverged (non-finite loss) or
 # whose last model is within 1.5x chance on the test set.
 CHANCE_FACTOR = 1.5
-CLASSES = {"cifar10": 10, "cifar100": 100, "femnist": 62, "fashion_mnist": 10}
 DATASET_NAMES = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "femnist": "FEMNIST", "fashion_mnist": "Fashion-MNIST"}
 
 
@@ -66,7 +66,7 @@ def accuracy_by_seed(run: SeededRun | None) -> dict:
     near chance)."""
     if run is None:
         return {}
-    floor = CHANCE_FACTOR / CLASSES.get(run.settings["dataset"], 10)
+    floor = CHANCE_FACTOR / dataset_spec(run.settings["dataset"]).classes
     values = {}
     for result in run.results:
         last_model = result.summary.get("final_test_accuracy")
