@@ -18,6 +18,7 @@ from pipeline.clientdata import AUGMENTATIONS, INPUT_SCALINGS
 from pipeline.errors import exit_on_user_error
 from pipeline.inputs import RESOLVED_DIR
 from pipeline.losses import LOSSES
+from pipeline.papers import PAPERS
 
 RUN_DEFAULTS = {
     "paper": None,  # a researcher's own run names no paper
@@ -47,7 +48,6 @@ OPTIMIZERS = ("sgd", "adam")
 EVALUATION_SETS = ("test", "validation", "test_seen_classes")
 PROFILE_BLOCK_KEYS = tuple(block for block in PROFILE_BLOCKS.values() if block)  # "scaled", "gpu_day"
 RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", *PROFILE_BLOCK_KEYS}
-PAPERS = ("fedcurv", "importance", "tce", "fedwavg")
 
 
 def deep_merge(base: dict, overrides: dict) -> dict:
