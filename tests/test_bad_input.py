@@ -384,7 +384,7 @@ def test_resolve_stage_refuses_bad_run_settings(case, project):
     params = base_params(DIRICHLET)
     params["runs"] = {"r": {**GOOD_RUN, **overrides}}
     write_params(folder, params)
-    assert_one_error_line(run(folder, "pipeline.runs"), *needles)
+    assert_one_error_line(run(folder, "pipeline.resolve"), *needles)
     assert_not_written(folder / "resolved")
     assert_one_error_line(run(folder, "pipeline.config", "--check"), *needles)
 
@@ -397,7 +397,7 @@ def test_a_run_without_a_paper_is_valid(project):
     assert run(folder, "pipeline.profile").returncode == 0
     result = run(folder, "pipeline.config", "--check")
     assert result.returncode == 0, result.stderr
-    assert run(folder, "pipeline.runs").returncode == 0
+    assert run(folder, "pipeline.resolve").returncode == 0
     assert json.loads((folder / "resolved" / "mine.json").read_text())["paper"] is None
 
 
