@@ -18,7 +18,7 @@ from pipeline.datasets import MIRROR_ENV
 from pipeline.inputs import dataset_spec, read_npz, validate_arrays
 from pipeline.clientdata import ClientData, channel_stats
 from pipeline.errors import UserError
-from pipeline.partition import partition_dirichlet, partition_shards
+from pipeline.partitioners import partition_dirichlet, partition_shards
 
 SEED = 0
 PREPARED = Path("data/prepared")

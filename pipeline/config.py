@@ -130,7 +130,7 @@ def check_partitions(params):
 def partition_feasibility(path: str, settings: dict, params: dict) -> list[str]:
     """What the partition stage would refuse, found from the dataset's size and class counts
     (pipeline/partition_sizes.py), so that `config --check` says it before any data is downloaded."""
-    from pipeline.partition import PartitionError
+    from pipeline.partitioners import PartitionError
     from pipeline.partition_sizes import partition_sizes, training_split
 
     split = training_split(settings["dataset"], params["datasets"].get(settings["dataset"]))
