@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline.datasets import MIRROR_ENV
+from pipeline.download import MIRROR_ENV
 from pipeline.inputs import dataset_spec, read_npz, validate_arrays
 from pipeline.clientdata import ClientData, channel_stats
 from pipeline.errors import UserError
