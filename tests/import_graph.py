@@ -34,12 +34,14 @@ def absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
 
 def imported_modules(path: Path, root: Path = REPO) -> set[str]:
     """The package's modules `path` imports: `import pipeline.x`, `from pipeline.x import y` (pipeline.x,
-    and pipeline.x.y where y is a module) and their relative forms."""
-    importer, names = module_name(path, root), []
+    and pipeline.x.y where y is a module) and their relative forms. A package's __init__.py importing its
+    own submodule (`from pipeline.algorithms import common`) imports the submodule, not itself."""
+    importer, is_package, names = module_name(path, root), path.name == "__init__.py", []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            module = absolute(node, importer, path.name == "__init__.py")
-            names += [module] + [f"{module}.{alias.name}" for alias in node.names]
+            module = absolute(node, importer, is_package)
+            own = is_package and module == importer
+            names += ([] if own else [module]) + [f"{module}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
     return {name for name in names
