@@ -14,9 +14,9 @@ from pipeline.errors import exit_on_user_error
 from pipeline.inputs import PARTITION_RECORDS
 from pipeline.io import write_json, write_text
 from pipeline.papers import PAPERS, TITLES
-from pipeline.report.common import (NC, RUNS_DIR, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat,
-                                    load_results)
+from pipeline.report.common import NC, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
+from pipeline.train import RUNS_DIR  # where the train stage writes each (run, seed); a paper's build() gets its context
 
 REPORTS_DIR = Path("reports")
 PUBLISHED = Path(__file__).with_name("published.yaml")
