@@ -28,7 +28,8 @@ def absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
     """The module a `from ... import` names, its dots resolved against the importing module."""
     if not node.level:
         return node.module or ""
-    base = importer.split(".")[:len(importer.split(".")) - node.level + is_package]
+    parts = importer.split(".")
+    base = parts[:len(parts) - node.level + is_package]  # a package's own name is the first level up
     return ".".join(base + ([node.module] if node.module else []))
 
 
