@@ -34,10 +34,11 @@ from dataclasses import dataclass
 
 import torch
 
-from benchmarks.flops import synchronize, training_flops_per_sample
+from benchmarks.flops import synchronize
 from pipeline import distributed
 from pipeline.algorithms import get_algorithm, resolve_hyperparams
 from pipeline.clientdata import ClientData, channel_stats
+from pipeline.cost import training_flops_per_sample
 from pipeline.io import write_json, write_text
 from pipeline.models import build_model
 from pipeline.rounds import initial_state, run_round

@@ -49,13 +49,14 @@ from typing import Callable
 import torch
 
 from benchmarks import flower_sim, loops, report
-from benchmarks.flops import matmul_rate, synchronize, training_flops_per_sample
+from benchmarks.flops import matmul_rate, synchronize
 from benchmarks.workloads import (PAPER, SEED, TINY_CLASSES, TINY_CLIENTS, TINY_SHAPE, TINY_SHARD, Workload,
                                   client_data, default_data_path, load_images, synthetic_images, workloads_for)
 from pipeline import distributed
 from pipeline.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparams
 from pipeline.clientdata import ClientData, sample_cohort
 from pipeline.cohort import prefer_vectorized, tune_allocator
+from pipeline.cost import training_flops_per_sample
 from pipeline.rounds import initial_state, run_round
 from pipeline.runs import RUN_DEFAULTS
 from pipeline.settings import RoundSettings

@@ -14,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline.datasets import MIRROR_ENV
-from pipeline.inputs import dataset_spec, read_npz, validate_arrays
+from pipeline.download import MIRROR_ENV
+from pipeline.inputs import dataset_spec, prepared_path, read_npz, validate_arrays
 from pipeline.clientdata import ClientData, channel_stats
 from pipeline.errors import UserError
-from pipeline.partition import partition_dirichlet, partition_shards
+from pipeline.partitioners import partition_dirichlet, partition_shards
 
 SEED = 0
-PREPARED = Path("data/prepared")
 
 
 @dataclass(frozen=True)
@@ -104,7 +103,7 @@ def workloads_for(sizes: str) -> dict[int, Workload]:
 
 def default_data_path(dataset: str = "mnist") -> Path:
     """data/prepared/<dataset>.npz, else the mirror's copy; one line naming both when neither exists."""
-    local = PREPARED / f"{dataset}.npz"
+    local = prepared_path(dataset)
     if local.is_file():
         return local
     mirror = os.environ.get(MIRROR_ENV)

@@ -1,4 +1,4 @@
-"""params.yaml: loading, validation and the resolved settings of each run.
+"""params.yaml: loading, validation, and the grid of stages it gives (grid.yaml).
 
     python -m pipeline.config --check     # validate params.yaml (and grid.yaml) without running anything
 
@@ -16,6 +16,11 @@ from pathlib import Path
 from pipeline.checks import (PROFILE_BLOCKS, PROFILES, check_choice, check_fraction, check_int, check_keys,
                              check_mapping, check_positive, check_profiles, in_profile, is_int, profile_overrides)
 from pipeline.errors import UserError, exit_on_user_error
+from pipeline.inputs import DATASETS, seed_key
+from pipeline.partition_sizes import dropped_samples_warning, large_batch_warning, partition_sizes, training_split
+from pipeline.partitioners import PartitionError
+from pipeline.runs import RUN_DEFAULTS, check_run, check_run_values, deep_merge, expand_templates, scaled_keys
+from pipeline.stagefiles import STAGE_GROUPS, stage_group
 from pipeline.yamlfile import load_yaml
 
 PARAMS_FILE = Path("params.yaml")
@@ -81,8 +86,6 @@ def check_partition(path, settings, datasets):
 
 
 def check_datasets(params):
-    from pipeline.inputs import DATASETS
-
     datasets = params.get("datasets")
     problems = check_mapping("datasets", datasets)
     if problems:
@@ -130,9 +133,6 @@ def check_partitions(params):
 def partition_feasibility(path: str, settings: dict, params: dict) -> list[str]:
     """What the partition stage would refuse, found from the dataset's size and class counts
     (pipeline/partition_sizes.py), so that `config --check` says it before any data is downloaded."""
-    from pipeline.partition import PartitionError
-    from pipeline.partition_sizes import partition_sizes, training_split
-
     split = training_split(settings["dataset"], params["datasets"].get(settings["dataset"]))
     try:
         if split is not None:
@@ -145,8 +145,6 @@ def partition_feasibility(path: str, settings: dict, params: dict) -> list[str]:
 def known_partition_sizes(params: dict) -> dict:
     """partition name -> (its dataset's TrainingSplit, its PartitionSizes), for the partitions whose
     dataset's size is known before download. For checked params: none of them raises."""
-    from pipeline.partition_sizes import partition_sizes, training_split
-
     known = {}
     for name, settings in params["partitions"].items():
         split = training_split(settings["dataset"], params["datasets"].get(settings["dataset"]))
@@ -158,8 +156,6 @@ def known_partition_sizes(params: dict) -> dict:
 def profile_views(run: dict) -> dict:
     """A run's settings under each profile it belongs to: the paper's own, merged with the profile's block
     (the default's `scaled`, the one-GPU-day's `gpu_day`)."""
-    from pipeline.runs import deep_merge
-
     return {profile: deep_merge(run, profile_overrides(run, profile))
             for profile in PROFILES if in_profile(run, profile)}
 
@@ -168,8 +164,6 @@ def check_warnings(params: dict) -> list[str]:
     """Settings that are allowed but do something a user may not expect, one line each: shards that
     leave data out, and a batch size above some clients' data (pipeline/partition_sizes.py says why
     these are warnings, not refusals). For valid params only."""
-    from pipeline.partition_sizes import dropped_samples_warning, large_batch_warning
-
     known = known_partition_sizes(params)
     warnings = [dropped_samples_warning(f"partitions.{name}", params["partitions"][name], split.samples,
                                         split.samples - sizes.dropped)
@@ -185,8 +179,6 @@ def check_warnings(params: dict) -> list[str]:
 
 
 def check_runs(params):
-    from pipeline.runs import check_run  # the run schema lives beside the run resolution
-
     runs = params.get("runs") or {}
     problems = check_mapping("runs", runs)
     if problems:
@@ -214,8 +206,6 @@ def changed_scalings(scaled: dict) -> dict:
 def scaled_conflicts(path: str, run, params) -> list[str]:
     """Problems of a profile's merged settings (the default's `scaled`, the one-GPU-day's `gpu_day`) on a
     key that depends on one the block changes."""
-    from pipeline.runs import check_run_values, deep_merge, scaled_keys
-
     problems = []
     for profile, block in PROFILE_BLOCKS.items():
         overrides = run.get(block) if block and isinstance(run, dict) else None
@@ -258,10 +248,6 @@ def derive_grid(params) -> dict:
     The pairs are grouped by the run's paper (`other` for a run without one), one group to each
     stages/<group>/dvc.yaml (pipeline/stagefiles.py says why).
     """
-    from pipeline.inputs import seed_key
-    from pipeline.runs import RUN_DEFAULTS, deep_merge
-    from pipeline.stagefiles import STAGE_GROUPS, stage_group
-
     profile = params["profile"]
 
     def resolved(run):  # a profile's block may put a run onto another partition or other seeds
@@ -302,8 +288,6 @@ def read_yaml(path: Path):
 
 def load_params(path: Path = PARAMS_FILE) -> dict:
     """params.yaml with every run's template expanded (pipeline/runs.py's expand_templates)."""
-    from pipeline.runs import expand_templates
-
     params = read_yaml(path)
     if not isinstance(params, dict):
         raise UserError(f"{path}: expected a mapping at the top level")

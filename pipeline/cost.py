@@ -3,8 +3,9 @@
 A run's work is counted in sample passes: every round, max(1, round(C·K)) clients each pass over their
 training samples E times (a forward and a backward pass, ~3x a forward pass's FLOPs), and the global model
 is evaluated on the test set every `eval_every` rounds (forward only). A model's forward FLOPs are
-counted from one forward pass (2 per multiply-add of its Linear and Conv2d layers; activations, pooling
-and normalisation are left out, a few per cent).
+counted from one forward pass (2 per multiply-add of its Linear and Conv2d layers; biases, activations,
+pooling, normalisation, the loss and the optimiser step are left out, a few per cent). The speed
+benchmarks (benchmarks/) count with the same functions, so that their rates and these costs agree.
 
 Seconds on this kind of machine come from the committed runs (`reports/runs/*/seed*/`): for each model,
 the median of FLOPs / training seconds over the runs that trained it. They include what FLOPs do not
@@ -41,19 +42,32 @@ from pipeline.train import RUNS_DIR
 GPU_TFLOPS = 10.0
 BENCHMARK_RESULTS = Path("benchmarks") / "results" / "speed.json"
 GPU_BENCHMARK_RESULTS = Path("benchmarks") / "results" / "gpu" / "device_speed.json"
+# A training step as 3 forward passes: the backward pass costs about two (a gradient for the weights and
+# one for the inputs; the first layer needs none for its input, so this slightly over-counts).
+TRAINING_STEP_FACTOR = 3
+
+
+def layer_forward_flops(module: torch.nn.Module, output: torch.Tensor) -> int:
+    """FLOPs of one sample through one Linear or Conv2d layer (2 per multiply-add), from its output (a
+    batch of one); 0 for any other layer."""
+    if isinstance(module, torch.nn.Linear):
+        return 2 * module.in_features * module.out_features
+    if isinstance(module, torch.nn.Conv2d):
+        out_h, out_w = output.shape[-2:]
+        kernel_h, kernel_w = module.kernel_size
+        per_output = (module.in_channels // module.groups) * kernel_h * kernel_w
+        return 2 * out_h * out_w * per_output * module.out_channels
+    return 0
 
 
 def forward_flops(model: torch.nn.Module, image_shape) -> int:
-    """FLOPs of one sample's forward pass: 2 per multiply-add of every Linear and Conv2d layer."""
+    """FLOPs of one (H, W, C) sample's forward pass: Σ over the Linear and Conv2d layers it goes through,
+    counted from one pass on the model's device."""
     total = 0
 
     def count(module, args, output):
         nonlocal total
-        if isinstance(module, torch.nn.Linear):
-            total += 2 * module.in_features * module.out_features
-        elif isinstance(module, torch.nn.Conv2d):
-            kernel = module.in_channels // module.groups * module.kernel_size[0] * module.kernel_size[1]
-            total += 2 * output[0].numel() * kernel
+        total += layer_forward_flops(module, output)
 
     hooks = [m.register_forward_hook(count) for m in model.modules() if isinstance(m, (torch.nn.Linear,
                                                                                        torch.nn.Conv2d))]
@@ -62,12 +76,16 @@ def forward_flops(model: torch.nn.Module, image_shape) -> int:
     try:
         model.eval()
         with torch.no_grad():
-            model(torch.zeros(1, channels, height, width))
+            model(torch.zeros(1, channels, height, width, device=next(model.parameters()).device))
     finally:
         model.train(was_training)
         for hook in hooks:
             hook.remove()
     return total
+
+
+def training_flops_per_sample(model: torch.nn.Module, image_shape) -> int:
+    return TRAINING_STEP_FACTOR * forward_flops(model, image_shape)
 
 
 def client_sizes(params: dict, partition: str) -> list[int] | None:
@@ -112,7 +130,7 @@ def run_flops(settings: dict, params: dict) -> float | None:
     per_round = len(sample_cohort(len(sizes), settings["client_fraction"], 0, 1))
     passes = settings["rounds"] * per_round * statistics.fmean(sizes) * settings["local_epochs"]
     evaluations = (spec.test_size or 0) * -(-settings["rounds"] // settings["eval_every"])
-    return 3.0 * forward * passes + forward * evaluations
+    return TRAINING_STEP_FACTOR * forward * passes + forward * evaluations
 
 
 def measured_throughput(params: dict) -> dict[str, float]:

@@ -177,7 +177,7 @@ def resolved_path(run: str) -> Path:
 def read_resolved(run: str) -> dict:
     path = resolved_path(run)
     if not path.is_file():
-        raise UserError(f"{path}: not written yet; run `dvc repro resolve` (or `python -m pipeline.runs`)")
+        raise UserError(f"{path}: not written yet; run `dvc repro resolve` (or `python -m pipeline.resolve`)")
     return json.loads(path.read_text())
 
 

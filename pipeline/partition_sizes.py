@@ -4,7 +4,7 @@ training samples, and how many samples no client gets.
 `python -m pipeline.config --check` uses it to refuse a partition the partition stage could not build
 (more clients than samples, more classes than the dataset has, shards or samples_per_client beyond the
 data, a val_fraction that leaves a client nothing) and to warn of shards that leave data out and of a
-batch size above a client's data. It follows pipeline/partition.py's arithmetic step by step, calling
+batch size above a client's data. It follows pipeline/partitioners.py's arithmetic step by step, calling
 the partitioner's own helpers where the arithmetic is theirs and raising the same messages, so that what
 it passes the stage builds and what it refuses the stage refuses (tests/test_partition_sizes.py builds
 the boundary cases with the real partitioner). It is not training code: a change here retrains nothing.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.inputs import dataset_spec
-from pipeline.partition import PartitionError, choose_cluster_classes, largest_block_size, partition_dirichlet
+from pipeline.partitioners import PartitionError, choose_cluster_classes, largest_block_size, partition_dirichlet
 
 # Each class's training samples in the full datasets, as the sources give them (SVHN's digit 0 is class 0).
 TRAIN_CLASS_COUNTS = {

@@ -4,20 +4,23 @@ Every run holds the paper's exact settings. Its `scaled` mapping holds what the 
 changes to fit a laptop CPU (fewer rounds, smaller model, ...); its `gpu_day` mapping, if any, what the
 one-GPU-day profile changes (fewer rounds or seeds on the papers' models) and that the run belongs to that
 profile; the paper profile ignores both. The resolved settings record which keys the active profile
-changed (under `scaled`, whichever block it was), so every report can say so.
+changed (under `scaled`, whichever block it was), so every report can say so. The resolve stage
+(pipeline/resolve.py) writes them for the train stages.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 
+from pipeline.algorithms import check_algorithm, resolve_hyperparams
 from pipeline.checks import (PROFILE_BLOCKS, check_choice, check_fraction, check_int, check_keys, check_mapping,
                              check_nonnegative, check_positive, check_profiles, check_unique_ints, is_number,
                              profile_overrides)
 from pipeline.clientdata import AUGMENTATIONS, INPUT_SCALINGS
-from pipeline.errors import exit_on_user_error
-from pipeline.inputs import RESOLVED_DIR
+from pipeline.errors import UserError
+from pipeline.inputs import dataset_spec
 from pipeline.losses import LOSSES
+from pipeline.models import FREEZES, MODELS, NORMS, model_fits
+from pipeline.papers import PAPERS
 
 RUN_DEFAULTS = {
     "paper": None,  # a researcher's own run names no paper
@@ -47,7 +50,6 @@ OPTIMIZERS = ("sgd", "adam")
 EVALUATION_SETS = ("test", "validation", "test_seen_classes")
 PROFILE_BLOCK_KEYS = tuple(block for block in PROFILE_BLOCKS.values() if block)  # "scaled", "gpu_day"
 RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", *PROFILE_BLOCK_KEYS}
-PAPERS = ("fedcurv", "importance", "tce", "fedwavg")
 
 
 def deep_merge(base: dict, overrides: dict) -> dict:
@@ -64,8 +66,6 @@ def expand_templates(params: dict) -> dict:
     """params with every run's `template: <name>` chain expanded (the run's own keys win; `scaled`
     blocks merge key by key over the template's). Templates are how runs share settings in params.yaml:
     not YAML anchors, which `dvc exp run -S` would write through into every run sharing one."""
-    from pipeline.errors import UserError
-
     templates = params.get("templates") or {}
     if not isinstance(templates, dict):
         raise UserError(f"templates: {type(templates).__name__} is not allowed; expected a mapping of names to settings")
@@ -109,10 +109,6 @@ def scaled_keys(overrides: dict, prefix: str = "") -> list[str]:
 
 
 def check_run_values(path: str, run: dict, params: dict) -> list[str]:
-    from pipeline.algorithms import check_algorithm
-    from pipeline.inputs import dataset_spec
-    from pipeline.models import FREEZES, MODELS, model_fits
-
     problems = check_choice(f"{path}.paper", run["paper"], PAPERS) if run.get("paper") is not None else []
     partitions = params.get("partitions") or {}
     if "partition" in run and (not isinstance(run["partition"], str) or run["partition"] not in partitions):
@@ -177,8 +173,6 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
 
 
 def check_norm(path: str, run: dict) -> list[str]:
-    from pipeline.models import NORMS
-
     norm, model = run.get("norm"), run.get("model")
     if norm is None or not isinstance(model, str):
         return []
@@ -220,8 +214,6 @@ def check_profile_block(path: str, run: dict, block: str, params: dict) -> list[
 
 def resolve_run(params: dict, key: str) -> dict:
     """The settings a run trains with under the active profile, defaults filled in."""
-    from pipeline.algorithms import resolve_hyperparams
-
     run = params["runs"][key]
     profile = params["profile"]
     scaled = profile_overrides(run, profile)
@@ -241,43 +233,3 @@ def lookup(mapping: dict, dotted: str):
     for part in dotted.split("."):
         mapping = mapping.get(part) if isinstance(mapping, dict) else None
     return mapping
-
-
-# ---------------------------------------------------------------- the resolve stage
-
-def write_resolved(params: dict, runs: list[str]) -> None:
-    """resolved/<run>.json for every run of the profile: the settings its train stages read.
-
-    A train stage depends on its run's file, not on params.yaml: a change to one run (`dvc exp run -S
-    runs.X.lr=...`) rewrites only X's file, and the seed list is left out of it, so adding a seed
-    retrains only that seed (its new stage) while the others' file stays byte-identical. The same holds
-    for a seed list under `scaled` (more seeds in the default profile than in the paper's)."""
-    from pipeline.io import atomic_dir, write_json
-
-    with atomic_dir(RESOLVED_DIR) as folder:
-        for run in runs:
-            write_json(folder / f"{run}.json", settings_without_seeds(resolve_run(params, run)))
-
-
-def settings_without_seeds(settings: dict) -> dict:
-    """A run's resolved settings without what differs between its seeds' stages: the seed list (also as
-    a scaled key) and the free-text note."""
-    kept = {k: v for k, v in settings.items() if k not in ("seeds", "note")}
-    kept["scaled"] = {k: v for k, v in settings["scaled"].items() if k != "seeds"}
-    return kept
-
-
-@exit_on_user_error
-def main(argv=None) -> None:
-    """python -m pipeline.runs: the resolve stage (params.yaml -> resolved/<run>.json)."""
-    from pipeline.config import derive_grid, load_checked_params
-
-    argparse.ArgumentParser(description="Write resolved/<run>.json for every run of the profile.").parse_args(argv)
-    params = load_checked_params()
-    runs = derive_grid(params)["run_ids"]
-    write_resolved(params, runs)
-    print(f"resolved {len(runs)} runs -> {RESOLVED_DIR}/")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Converters from each dataset's own on-disk format to the prepared-dataset arrays.
 
-The download stage (`pipeline.datasets`) calls `fetch(name, raw_root)`: the dataset's source downloader
+The download stage (`pipeline.download`) calls `fetch(name, raw_root)`: the dataset's source downloader
 (torchvision's dataset classes, which verify checksums, or the TFF archive for FEMNIST) puts the original
 files under `raw_root`, and the converters below read those files into the prepared-dataset format:
 

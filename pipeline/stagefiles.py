@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.io import write_text
-from pipeline.runs import PAPERS
+from pipeline.papers import PAPERS
 
 STAGES_DIR = Path("stages")
 STAGE_GROUPS = (*PAPERS, "other")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline import datasets
+from pipeline import download
 
 pytestmark = pytest.mark.e2e  # each case starts entry points in subprocesses (torch's import each time)
 
@@ -50,13 +50,13 @@ def write_params(folder: Path, params: dict) -> None:
 
 def child_env(mirror: Path | None = None) -> dict:
     env = {key: value for key, value in os.environ.items()
-           if key not in (datasets.MIRROR_ENV, "no_proxy", "NO_PROXY")}
+           if key not in (download.MIRROR_ENV, "no_proxy", "NO_PROXY")}
     env["PYTHONPATH"] = str(REPO)
     env["MPLBACKEND"] = "Agg"
     for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         env[key] = UNREACHABLE_PROXY
     if mirror is not None:
-        env[datasets.MIRROR_ENV] = str(mirror)
+        env[download.MIRROR_ENV] = str(mirror)
     return env
 
 
@@ -77,7 +77,7 @@ def base_grid(tmp_path_factory) -> str:
 
 def prepare(folder: Path, monkeypatch, arrays: dict | None = None) -> None:
     monkeypatch.chdir(folder)
-    datasets.write_prepared("mnist", arrays or tiny_mnist())
+    download.write_prepared("mnist", arrays or tiny_mnist())
 
 
 def assert_one_error_line(result: subprocess.CompletedProcess, *needles: str) -> str:
@@ -258,7 +258,7 @@ MIRROR_CASES = {
 def test_download_refuses_a_bad_mirror_file(case, download_project):
     folder, mirror = download_project()
     path = save_mirror(mirror, bad_mirror_arrays(case))
-    result = run(folder, "pipeline.datasets", "mnist", mirror=mirror)
+    result = run(folder, "pipeline.download", "mnist", mirror=mirror)
     assert_one_error_line(result, str(path), *MIRROR_CASES[case])
     assert_not_written(folder / "data" / "prepared" / "mnist.npz")
 
@@ -267,7 +267,7 @@ def test_download_from_a_good_mirror_works(download_project):
     # The control for the mirror cases: the same setup with a valid file succeeds.
     folder, mirror = download_project()
     save_mirror(mirror, tiny_mnist())
-    result = run(folder, "pipeline.datasets", "mnist", mirror=mirror)
+    result = run(folder, "pipeline.download", "mnist", mirror=mirror)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert sorted(p.name for p in (folder / "data" / "prepared").iterdir()) == ["mnist.npz"]
@@ -276,8 +276,8 @@ def test_download_from_a_good_mirror_works(download_project):
 
 def test_download_refuses_a_missing_mirror_file(download_project):
     folder, mirror = download_project()
-    result = run(folder, "pipeline.datasets", "mnist", mirror=mirror)
-    assert_one_error_line(result, str(mirror / "mnist.npz"), "not found", datasets.MIRROR_ENV)
+    result = run(folder, "pipeline.download", "mnist", mirror=mirror)
+    assert_one_error_line(result, str(mirror / "mnist.npz"), "not found", download.MIRROR_ENV)
     assert_not_written(folder / "data" / "prepared" / "mnist.npz")
 
 
@@ -286,26 +286,26 @@ def test_download_refuses_a_truncated_mirror_file(download_project):
     path = save_mirror(mirror, tiny_mnist())
     data = path.read_bytes()
     path.write_bytes(data[:len(data) // 2])
-    result = run(folder, "pipeline.datasets", "mnist", mirror=mirror)
+    result = run(folder, "pipeline.download", "mnist", mirror=mirror)
     assert_one_error_line(result, str(path), "not a readable .npz")
     assert_not_written(folder / "data" / "prepared" / "mnist.npz")
 
 
 def test_download_without_mirror_or_internet_points_to_the_mirror(download_project):
     folder, _ = download_project()
-    result = run(folder, "pipeline.datasets", "mnist", mirror=None, timeout=120)
-    assert_one_error_line(result, "mnist", "cannot download", datasets.MIRROR_ENV)
+    result = run(folder, "pipeline.download", "mnist", mirror=None, timeout=120)
+    assert_one_error_line(result, "mnist", "cannot download", download.MIRROR_ENV)
     assert_not_written(folder / "data" / "prepared" / "mnist.npz")
 
 
 def test_download_refuses_an_unknown_dataset_name(download_project):
     folder, mirror = download_project()
-    result = run(folder, "pipeline.datasets", "cifar11", mirror=mirror)
+    result = run(folder, "pipeline.download", "cifar11", mirror=mirror)
     assert_one_error_line(result, "datasets.cifar11", "unknown dataset")
     assert_not_written(folder / "data" / "prepared" / "cifar11.npz")
 
 
-@pytest.mark.parametrize("entry", [["pipeline.datasets", "mnsit"], ["pipeline.config", "--check"]])
+@pytest.mark.parametrize("entry", [["pipeline.download", "mnsit"], ["pipeline.config", "--check"]])
 def test_unknown_dataset_in_params_is_refused_with_a_suggestion(entry, download_project):
     params = base_params()
     params["datasets"] = {"mnsit": {"train_size": TRAIN, "test_size": TEST}}
@@ -325,7 +325,7 @@ def test_download_refuses_bad_dataset_overrides(overrides, needle, download_proj
     params["datasets"]["mnist"] = overrides
     folder, mirror = download_project(params)
     save_mirror(mirror, tiny_mnist())
-    assert_one_error_line(run(folder, "pipeline.datasets", "mnist", mirror=mirror), needle)
+    assert_one_error_line(run(folder, "pipeline.download", "mnist", mirror=mirror), needle)
     assert_not_written(folder / "data" / "prepared" / "mnist.npz")
 
 
@@ -384,7 +384,7 @@ def test_resolve_stage_refuses_bad_run_settings(case, project):
     params = base_params(DIRICHLET)
     params["runs"] = {"r": {**GOOD_RUN, **overrides}}
     write_params(folder, params)
-    assert_one_error_line(run(folder, "pipeline.runs"), *needles)
+    assert_one_error_line(run(folder, "pipeline.resolve"), *needles)
     assert_not_written(folder / "resolved")
     assert_one_error_line(run(folder, "pipeline.config", "--check"), *needles)
 
@@ -397,7 +397,7 @@ def test_a_run_without_a_paper_is_valid(project):
     assert run(folder, "pipeline.profile").returncode == 0
     result = run(folder, "pipeline.config", "--check")
     assert result.returncode == 0, result.stderr
-    assert run(folder, "pipeline.runs").returncode == 0
+    assert run(folder, "pipeline.resolve").returncode == 0
     assert json.loads((folder / "resolved" / "mine.json").read_text())["paper"] is None
 
 

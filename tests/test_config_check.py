@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from pipeline import config, partition
-from pipeline.datasets import write_prepared
+from pipeline.download import write_prepared
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = {"paper": "fedcurv", "partition": "p", "model": "mlp_200", "rounds": 2, "client_fraction": 1.0,

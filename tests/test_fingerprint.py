@@ -1,13 +1,13 @@
 """The fingerprint stage: the engine's code as one file, and every module that decides a run's numbers in it."""
 from __future__ import annotations
 
-import ast
 import json
 import shutil
 from pathlib import Path
 
 import yaml
 
+from import_graph import imported_modules, module_file
 from pipeline import fingerprint, stagefiles
 from pipeline.algorithms import ALGORITHMS
 
@@ -19,28 +19,6 @@ NOT_NUMERIC = {"pipeline/__init__.py", "pipeline/errors.py", "pipeline/io.py", "
                "pipeline/sources.py", "pipeline/fingerprint.py", "pipeline/stagefiles.py"}
 
 
-def module_file(name: str) -> Path | None:
-    path = REPO / Path(*name.split("."))
-    if path.with_suffix(".py").is_file():
-        return path.with_suffix(".py")
-    return path / "__init__.py" if (path / "__init__.py").is_file() else None
-
-
-def imported_pipeline_files(path: Path) -> set[Path]:
-    """The pipeline modules `path` imports (`from pipeline.x import y` and `from pipeline import x`)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        # a relative import would slip past this walk (and so past the fingerprint): the package has none
-        assert not (isinstance(node, ast.ImportFrom) and node.level), f"{path}: relative import"
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pipeline"):
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names if alias.name.startswith("pipeline")]
-        found |= {module_file(name) for name in names} - {None}
-    return found
-
-
 def imported_closure(start: list[Path]) -> set[str]:
     seen, todo = set(), list(start)
     while todo:
@@ -48,7 +26,7 @@ def imported_closure(start: list[Path]) -> set[str]:
         if path in seen:
             continue
         seen.add(path)
-        todo.extend(imported_pipeline_files(path))
+        todo.extend(module_file(name) for name in imported_modules(path))
     return {path.relative_to(REPO).as_posix() for path in seen}
 
 

@@ -109,7 +109,7 @@ def test_no_yaml_anchors_remain_in_params_yaml():
 def test_more_seeds_in_the_default_profile_leave_the_runs_resolved_file_byte_identical(tmp_path, monkeypatch):
     """A run's train stages depend on resolved/<run>.json: a seed list under `scaled` (the default profile
     running more seeds than the paper's) must not enter it, or adding a seed would retrain the others."""
-    from pipeline.runs import write_resolved
+    from pipeline.resolve import write_resolved
 
     params = {**load_params(REPO / "params.yaml"), "profile": "default"}
     run = "fedcurv_e50_fedavg"

@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from pipeline import partition as P
+from pipeline import partition
+from pipeline import partitioners as P
 from pipeline.errors import UserError
 from pipeline.inputs import PARTITION_RECORDS, PARTITIONS_DIR, load_partition, unpack
-from pipeline.partition import PartitionError
+from pipeline.partitioners import PartitionError
 
 # MNIST's class counts, divided by 10: uneven, as the real data is.
 MNIST_COUNTS_10TH = [592, 674, 596, 613, 584, 542, 592, 627, 585, 595]
@@ -306,7 +307,7 @@ def write_example(root, labels, name="tiny", seed=3, prepared_sha="ab" * 32):
     settings = {"dataset": "mnist", "scheme": "dirichlet", "clients": 12, "alpha": 0.3, "equal_size": True,
                 "val_fraction": 0.1, "seed": seed}
     result = P.make_partition(settings, labels)
-    P.write_partition(name, settings, result, labels, 10, prepared_sha, root / PARTITIONS_DIR / name,
+    partition.write_partition(name, settings, result, labels, 10, prepared_sha, root / PARTITIONS_DIR / name,
                       root / PARTITION_RECORDS / name)
     return result
 
@@ -343,14 +344,14 @@ def test_written_label_counts_and_meta_describe_the_clients(tmp_path):
 
 def test_pack_unpack_round_trip():
     parts = [np.array([4, 1, 9]), np.array([], dtype=np.int64), np.array([0]), np.array([7, 3])]
-    flat, offsets = P.pack(parts)
+    flat, offsets = partition.pack(parts)
     assert flat.dtype == np.int64 and offsets.dtype == np.int64
     np.testing.assert_array_equal(offsets, [0, 3, 3, 4, 6])
     back = unpack(flat, offsets)
     assert len(back) == len(parts)
     for a, b in zip(parts, back):
         np.testing.assert_array_equal(a, b)
-    assert unpack(*P.pack([])) == []
+    assert unpack(*partition.pack([])) == []
 
 
 def test_load_partition_round_trip(tmp_path, monkeypatch):

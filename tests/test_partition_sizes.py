@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipeline.config import load_params
-from pipeline.partition import PartitionError, make_partition
+from pipeline.partitioners import PartitionError, make_partition
 from pipeline.partition_sizes import (TRAIN_CLASS_COUNTS, TrainingSplit, dropped_samples_warning,
                                       large_batch_warning, partition_sizes, training_split)
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from pipeline.config import load_params
+from pipeline.papers import PAPERS
 from pipeline.report import __main__ as report_main
 from pipeline.report import fedcurv
 from pipeline.report.common import NO_DIFF, ReportContext, load_results
@@ -402,6 +403,11 @@ def test_figures_without_any_run(tmp_path):
 
 
 # ---------------------------------------------------------------- python -m pipeline.report as a whole
+
+def test_every_paper_has_its_report_module_and_its_published_numbers_under_its_key_and_no_other_key():
+    assert list(PUBLISHED) == list(PAPERS)
+    assert all(callable(report_main.report_module(paper).build) for paper in PAPERS)
+
 
 def write_grid(root: Path, runs: dict[str, list[int]]) -> None:
     """grid.yaml as the profile stage writes it: one entry per (run, seed), grouped by the run's paper

@@ -42,7 +42,7 @@ def repo(pipeline_repo):
 
 def train(repo) -> str:
     """Resolve the params (as the resolve stage would), then train the run's one seed."""
-    repo.run(sys.executable, "-m", "pipeline.runs")
+    repo.run(sys.executable, "-m", "pipeline.resolve")
     return repo.run(sys.executable, "-m", "pipeline.train", KEY, "--seed", "3", timeout=300)
 
 

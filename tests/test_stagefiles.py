@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from pipeline.config import derive_grid, grid_runs, load_params
-from pipeline.runs import PAPERS
+from pipeline.papers import PAPERS
 from pipeline.stagefiles import STAGE_GROUPS, stage_file, stage_group, stage_text
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,6 +1,7 @@
 """python -m pipeline.report: rebuild every paper's report from reports/runs/ and write the index."""
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -12,20 +13,19 @@ from pipeline.config import GRID_FILE, grid_runs, load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
 from pipeline.inputs import PARTITION_RECORDS
 from pipeline.io import write_json, write_text
-from pipeline.report import fedcurv, fedwavg, importance, tce
-from pipeline.report.common import (NC, RUNS_DIR, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat,
-                                    load_results)
+from pipeline.papers import PAPERS, TITLES
+from pipeline.report.common import NC, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
+from pipeline.train import RUNS_DIR  # where the train stage writes each (run, seed); a paper's build() gets its context
 
 REPORTS_DIR = Path("reports")
 PUBLISHED = Path(__file__).with_name("published.yaml")
-PAPERS = [("fedcurv", fedcurv, "Shoham et al. 2019, Overcoming Forgetting in Federated Learning on Non-IID Data"),
-          ("importance", importance, "Kim, Kim & Kim, Overcoming Forgetting in Federated Learning via Importance "
-                                     "From Agent"),
-          ("tce", tce, "Legate, Caccia & Belilovsky, Reducing Forgetting in Federated Learning with Truncated "
-                       "Cross-Entropy"),
-          ("fedwavg", fedwavg, "Hong, Kang & Lee, Weighted Averaging Federated Learning Based on Example Forgetting "
-                               "Events in Label Imbalanced Non-IID")]
+
+
+def report_module(paper: str):
+    """pipeline/report/<paper>.py, which builds the paper's folder: found by the paper's name, so that the
+    list of papers is pipeline/papers.py's alone."""
+    return importlib.import_module(f"{__package__}.{paper}")
 
 
 def decided_share(claims: list) -> tuple[int, int]:
@@ -247,11 +247,12 @@ def main() -> None:
     # report that fails (the stage's outs are `persist`, so DVC deletes nothing first) leaves the last
     # good reports in place, and a figure no longer drawn does not linger.
     with tempfile.TemporaryDirectory(prefix=".staging.", dir=REPORTS_DIR) as staging:
-        for name, module, title in PAPERS:
-            claims += module.build(ReportContext(profile, results, published[name], Path(staging) / name,
-                                                 PARTITION_RECORDS, frozenset(grid["partitions"])))
-            built.append((name, title, REPORTS_DIR / name))
-        for name, _, _ in PAPERS:
+        for name in PAPERS:
+            claims += report_module(name).build(ReportContext(
+                profile, results, published[name], Path(staging) / name, PARTITION_RECORDS,
+                frozenset(grid["partitions"])))
+            built.append((name, TITLES[name], REPORTS_DIR / name))
+        for name in PAPERS:
             replace_folder(Path(staging) / name, REPORTS_DIR / name)
     write_text(REPORTS_DIR / "claims.md", claims_markdown(claims, profile))
     statuses = [c.status for c in claims]
@@ -259,7 +260,7 @@ def main() -> None:
         "held": statuses.count("held"), "failed": statuses.count("failed"),
         "inconclusive": statuses.count("inconclusive"), "not_run": statuses.count("not run"),
         "decided_share": round(decided_share(claims)[0] / max(1, decided_share(claims)[1]), 4),
-        "claims": {name: {c.id: c.status for c in claims if c.paper == name} for name, _, _ in PAPERS}})
+        "claims": {name: {c.id: c.status for c in claims if c.paper == name} for name in PAPERS}})
     write_json(REPORTS_DIR / "summary.json", headline(results, claims))
     write_text(REPORTS_DIR / "README.md", index_markdown(profile, results, built))
     print(f"reports: {len(results)} runs, claims " + ", ".join(f"{s}: {statuses.count(s)}" for s in sorted(set(statuses))))

@@ -21,7 +21,6 @@ from pipeline.io import atomic_path, write_text
 from pipeline.report.seeds import (K_LAST, Comparison, PerSeed, claim_power, compare, has_value, last_k_mean, mean_sd,
                                    rounds_to_target_moving, deciding_tests)
 
-RUNS_DIR = Path("reports/runs")  # read by __main__ only: a paper's build() gets its runs in its context
 NC = "NC"  # never reached the target (or diverged), as the papers write it
 NOT_RUN = "not run"
 NO_DIFF = "—"  # our setting is not the paper's: no difference is computed

@@ -1,6 +1,6 @@
 """Download stage: one dataset -> data/prepared/<name>.npz in the prepared-dataset format.
 
-    python -m pipeline.datasets NAME
+    python -m pipeline.download NAME
 
 With FEDFORGET_DATA_MIRROR set, `<mirror>/<name>.npz` is validated and copied; otherwise the dataset is
 downloaded with its source's own downloader (checksums verified) and converted by `pipeline.sources`.
@@ -14,6 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
+from pipeline.config import load_checked_params
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.inputs import (DATASETS, DatasetSpec, dataset_record_path, dataset_spec, prepared_path, read_npz,
                              validate_arrays)
@@ -66,8 +67,6 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", help=f"one of: {', '.join(DATASETS)}")
     args = parser.parse_args(argv)
-    from pipeline.config import load_checked_params
-
     # Validated like every stage's params (grid.yaml aside: this stage does not depend on it).
     overrides = load_checked_params(grid_path=None)["datasets"].get(args.name) or {}
     arrays = prepare(args.name, overrides, os.environ.get(MIRROR_ENV) or None)
