@@ -78,6 +78,8 @@ class RoundResult:
     cohort: list[int] = field(default_factory=list)
     view: "RoundView | None" = None
     example_events: int | None = None  # forgetting events among this round's presentations (example_events)
+    # What the algorithm's aggregation logged this round (its state's "round_log": name -> 0-d tensor).
+    aggregation_log: dict = field(default_factory=dict)
     probe_seconds: float = 0.0
 
 
@@ -295,6 +297,7 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: Rou
         return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
     new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_],
                                 frozen_names(model, settings))
+    aggregation_log = new_state.pop("round_log", {})
     view = RoundView(model, data, locals_, state, new_state)  # evaluates nothing until asked
     new_state = algorithm.after_aggregate(new_state, view, hp)
     view.new = new_state
@@ -302,7 +305,7 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: Rou
         new_state = {**new_state, "presentations": presentations}
         view.new = new_state
     return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, False, cohort,
-                       view if probe else None, events)
+                       view if probe else None, events, aggregation_log)
 
 
 def gather_cohort(ranks, locals_, uploads, train_loss, records, events, previous_records, device: torch.device):

@@ -65,6 +65,8 @@ CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up", 
 # accuracy the claims read is a mean over rounds like every other run's (report.seeds.K_LAST), not the
 # last model's alone (a seed sd of 0.036 against 0.008 for a last-5 mean; issue 37).
 TEST_SET_EVALUATIONS = 5
+# The curves an algorithm's aggregation logs (its state's "round_log") are named with this prefix.
+AGGREGATION_LOG_PREFIX = "aggregation_"
 
 
 def load_client_data(settings: DataSettings, device: torch.device) -> tuple[ClientData, ClientData, str]:
@@ -168,6 +170,11 @@ def log_probe_curves(live, probes: dict) -> None:
         live.log_metric("forgetting/worst_client_accuracy", float(record["global_accuracy_spread"]["min"]))
 
 
+def aggregation_curves(record: dict) -> list[str]:
+    """The names an algorithm's aggregation logged in this round's record (its "round_log"), in order."""
+    return [name for name in record if name.startswith(AGGREGATION_LOG_PREFIX)]
+
+
 def run_dir(run: str, seed: int) -> Path:
     return RUNS_DIR / run / f"seed{seed}"
 
@@ -185,7 +192,7 @@ def write_outputs(settings: RunSettings, history: list[dict], status: str, secon
     with Live(dir=str(tmp_dir), dvcyaml=False, save_dvc_exp=False, report=None) as live:
         for record in history:
             live.step = record["round"]
-            for name in CURVES:
+            for name in (*CURVES, *aggregation_curves(record)):
                 if record.get(name) is not None:
                     live.log_metric(name, record[name])
         log_probe_curves(live, probes)
@@ -342,6 +349,7 @@ def train_run(settings: RunSettings, vectorized: bool | None = None, progress: b
     on_validation = schedule.evaluate_on == "validation"
     curve_data, curve_index = curve_set(schedule.evaluate_on, data, test)
     also_on_test = rounds_also_on_the_test_set(schedule) if on_validation else frozenset()
+    test_data, test_index = curve_set("test", data, test)
     bar = tqdm(total=schedule.rounds, initial=len(history), desc=key, disable=not (progress and main_rank),
                unit="round", dynamic_ncols=True)
     for round_ in range(len(history) + 1, schedule.rounds + 1):
@@ -359,12 +367,14 @@ def train_run(settings: RunSettings, vectorized: bool | None = None, progress: b
             record["train_loss"] = None
         else:
             state = result.state
+            record.update({AGGREGATION_LOG_PREFIX + name: float(value)  # one read-back a round, not a step
+                           for name, value in result.aggregation_log.items()})
             if main_rank and (round_ % schedule.eval_every == 0 or round_ == schedule.rounds):
                 record["test_accuracy"], record["test_loss"] = evaluate(model, {**state["params"], **state["buffers"]},
                                                                         curve_data, curve_index)
                 if round_ in also_on_test:
-                    record["test_set_accuracy"] = evaluate(model, {**state["params"], **state["buffers"]}, test,
-                                                           torch.arange(len(test.y), device=test.y.device))[0]
+                    record["test_set_accuracy"] = evaluate(model, {**state["params"], **state["buffers"]},
+                                                           test_data, test_index)[0]
         probe_start = time.perf_counter()
         if result.view is not None:
             probe_round(result.view, round_, settings.probes, settings.seed, probes, len(data.clients))
@@ -385,8 +395,8 @@ def train_run(settings: RunSettings, vectorized: bool | None = None, progress: b
     final = {name: value.detach().cpu() for name, value in {**state["params"], **state["buffers"]}.items()}
     final_test_accuracy = None
     if on_validation and status == "ok":  # the TCE paper reports the last model on the test set
-        final_test_accuracy = evaluate(model, {**state["params"], **state["buffers"]}, test,
-                                       torch.arange(len(test.y)))[0]
+        # The last round is always among rounds_also_on_the_test_set: its record holds that evaluation.
+        final_test_accuracy = history[-1]["test_set_accuracy"]
     if settings.round.example_events:
         probes["presentations"] = {"clients": len(data.clients),
                                    **forgetting.presentation_summary(state.get("presentations", {}))}

@@ -51,8 +51,7 @@ def test_a_validation_run_is_evaluated_on_the_test_set_at_its_last_five_evaluate
     on_test_set = curve(repo, "on_validation", "test_set_accuracy")
     assert sorted(on_test_set) == [4, 6, 8, 10, 12]
     summary = metrics(repo, "on_validation")
-    # The mean by hand over the logged curve; the last round's value is the last model's, evaluated again
-    # after training by its own code path.
+    # The mean by hand over the logged curve; the last model's accuracy is the last round's evaluation.
     assert summary["test_set_accuracy_mean"] == pytest.approx(sum(on_test_set.values()) / 5, abs=1e-12)
     assert summary["final_test_accuracy"] == pytest.approx(on_test_set[12], abs=1e-12)
     # The test set has 100 samples: every value is a whole number of them.

@@ -87,6 +87,27 @@ def test_a_clients_overall_fisher_scale_does_not_change_the_weights():
             torch.testing.assert_close(w[name], w_scaled[name])
 
 
+def test_the_weight_spread_of_a_hand_worked_case():
+    """Two clients of sample-size weights 1/4 and 3/4; element weights (1/4, 3/4) on the first element
+    (FedAvg's exactly) and (1/2, 1/2) on the second: relative deviations 0, 0 and 1, 1/3, so a mean of
+    1/3 and half the (client, element) pairs moved by more than 10 %."""
+    element_weights = [{"w": torch.tensor([0.25, 0.5])}, {"w": torch.tensor([0.75, 0.5])}]
+    spread = importance.weight_spread(element_weights, [0.25, 0.75])
+    assert float(spread["importance_weight_deviation"]) == pytest.approx((0 + 1 + 0 + 1 / 3) / 4)
+    assert float(spread["importance_weight_moved_share"]) == pytest.approx(0.5)
+
+
+def test_the_importance_aggregation_logs_its_spread_and_sample_weighting_logs_none():
+    g = torch.Generator().manual_seed(4)
+    fishers = [random_tree(g, nonnegative=True) for _ in range(3)]
+    uploads = uploads_for(fishers, g)
+    hp = {"name": "importance", "lambda": 0.0, "penalty": "none", "gamma": 0.9}
+    weighted = importance.aggregate({"params": {}}, uploads, [0.2, 0.3, 0.5], {**hp, "aggregation": "importance"})
+    assert set(weighted["round_log"]) == {"importance_weight_deviation", "importance_weight_moved_share"}
+    plain = importance.aggregate({"params": {}}, uploads, [0.2, 0.3, 0.5], {**hp, "aggregation": "samples"})
+    assert "round_log" not in plain
+
+
 def uploads_for(fishers, g):
     return [{"client": k, "params": random_tree(g), "fisher": f} for k, f in enumerate(fishers)]
 

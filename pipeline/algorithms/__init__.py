@@ -80,7 +80,9 @@ class Algorithm(Protocol):
     def aggregate(self, state: dict, uploads: list[dict], weights: list[float], hp: dict) -> dict:
         """The new server state from the cohort's uploads and sample-size weights. state["clients"]
         already holds this round's remembered uploads; state["previous_clients"] is the store before them,
-        for sums kept up to date incrementally. Default: the parameters' weighted mean (FedAvg)."""
+        for sums kept up to date incrementally. Default: the parameters' weighted mean (FedAvg). A
+        "round_log" entry in the state returned (a dict of 0-d tensors) is taken out of the state and
+        logged as curves of the run (Importance's spread of its per-element weights); it is never kept."""
 
     def after_aggregate(self, state: dict, view: RoundView, hp: dict) -> dict:
         """The state once more after aggregation, with a pipeline.rounds.RoundView that evaluates the
