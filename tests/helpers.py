@@ -2,6 +2,7 @@
 tiny generated dataset mirror (so nothing is downloaded)."""
 from __future__ import annotations
 
+import csv
 import os
 import re
 import shutil
@@ -121,6 +122,19 @@ class Repo:
 
     def params(self) -> dict:
         return yaml.safe_load((self.root / "params.yaml").read_text())
+
+    def train_every_run(self, seed: int = 0, timeout: float = 300) -> None:
+        """`pipeline.train` of every run in params.yaml, one seed."""
+        for run in self.params()["runs"]:
+            self.run(sys.executable, "-m", "pipeline.train", run, "--seed", str(seed), timeout=timeout)
+
+    def curve(self, run: str, name: str, seed: int = 0) -> dict[int, float]:
+        """A run's logged curve `name` as {round: value}; {} where the run logged no such curve."""
+        path = self.root / "reports" / "runs" / run / f"seed{seed}" / "plots" / "metrics" / f"{name}.tsv"
+        if not path.exists():
+            return {}
+        with path.open() as handle:
+            return {int(row["step"]): float(row[name]) for row in csv.DictReader(handle, delimiter="\t")}
 
     def write_params(self, params: dict) -> None:
         (self.root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

@@ -3,8 +3,6 @@ aggregation logs how far its per-element weights are from FedAvg's sample-size w
 run; the state keeps nothing of it, and a FedAvg run logs no such curve."""
 from __future__ import annotations
 
-import csv
-import sys
 
 import pytest
 
@@ -27,21 +25,12 @@ CURVES = ("aggregation_importance_weight_deviation", "aggregation_importance_wei
 @pytest.fixture(scope="module")
 def repo(pipeline_repo):
     repo = pipeline_repo(PARAMS, build=("partition@iid", "resolve"))
-    for run in PARAMS["runs"]:
-        repo.run(sys.executable, "-m", "pipeline.train", run, "--seed", "0", timeout=300)
+    repo.train_every_run()
     return repo
 
 
-def curve(repo, run: str, name: str) -> dict[int, float]:
-    path = repo.root / "reports" / "runs" / run / "seed0" / "plots" / "metrics" / f"{name}.tsv"
-    if not path.exists():
-        return {}
-    with path.open() as handle:
-        return {int(row["step"]): float(row[name]) for row in csv.DictReader(handle, delimiter="\t")}
-
-
 def test_the_weighted_average_logs_its_weight_spread_every_round(repo):
-    deviation, moved = (curve(repo, "weighted", name) for name in CURVES)
+    deviation, moved = (repo.curve("weighted", name) for name in CURVES)
     assert sorted(deviation) == sorted(moved) == [1, 2, 3, 4]
     assert all(0 <= share <= 1 for share in moved.values())
     # Round 1's uploads are each client's own Fisher; from round 2 each is 90 % the global one
@@ -51,4 +40,4 @@ def test_the_weighted_average_logs_its_weight_spread_every_round(repo):
 
 
 def test_fedavg_logs_no_aggregation_curve(repo):
-    assert all(curve(repo, "fedavg", name) == {} for name in CURVES)
+    assert all(repo.curve("fedavg", name) == {} for name in CURVES)

@@ -4,9 +4,7 @@ that its claims read a mean over rounds like every other run's; a run monitored 
 nothing extra."""
 from __future__ import annotations
 
-import csv
 import json
-import sys
 
 import pytest
 
@@ -28,17 +26,8 @@ PARAMS = {
 @pytest.fixture(scope="module")
 def repo(pipeline_repo):
     repo = pipeline_repo(PARAMS, build=("partition@dirichlet", "resolve"))
-    for run in PARAMS["runs"]:
-        repo.run(sys.executable, "-m", "pipeline.train", run, "--seed", "0", timeout=300)
+    repo.train_every_run()
     return repo
-
-
-def curve(repo, run: str, name: str) -> dict[int, float]:
-    path = repo.root / "reports" / "runs" / run / "seed0" / "plots" / "metrics" / f"{name}.tsv"
-    if not path.exists():
-        return {}
-    with path.open() as handle:
-        return {int(row["step"]): float(row[name]) for row in csv.DictReader(handle, delimiter="\t")}
 
 
 def metrics(repo, run: str) -> dict:
@@ -47,8 +36,8 @@ def metrics(repo, run: str) -> dict:
 
 def test_a_validation_run_is_evaluated_on_the_test_set_at_its_last_five_evaluated_rounds(repo):
     assert TEST_SET_EVALUATIONS == 5
-    assert sorted(curve(repo, "on_validation", "test_accuracy")) == [2, 4, 6, 8, 10, 12]  # the validation curve
-    on_test_set = curve(repo, "on_validation", "test_set_accuracy")
+    assert sorted(repo.curve("on_validation", "test_accuracy")) == [2, 4, 6, 8, 10, 12]  # the validation curve
+    on_test_set = repo.curve("on_validation", "test_set_accuracy")
     assert sorted(on_test_set) == [4, 6, 8, 10, 12]
     summary = metrics(repo, "on_validation")
     # The mean by hand over the logged curve; the last model's accuracy is the last round's evaluation.
@@ -59,6 +48,6 @@ def test_a_validation_run_is_evaluated_on_the_test_set_at_its_last_five_evaluate
 
 
 def test_a_run_on_the_test_set_records_no_second_test_curve(repo):
-    assert curve(repo, "on_test", "test_set_accuracy") == {}
+    assert repo.curve("on_test", "test_set_accuracy") == {}
     summary = metrics(repo, "on_test")
     assert "test_set_accuracy_mean" not in summary and "final_test_accuracy" not in summary
