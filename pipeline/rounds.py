@@ -295,9 +295,8 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: Rou
     sent_up = sum(tensor_bytes({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
     if diverged:
         return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
-    new_state = aggregate_round(algorithm, hp, state, uploads, weights, [local.buffers for local in locals_],
-                                frozen_names(model, settings))
-    aggregation_log = new_state.pop("round_log", {})
+    new_state, aggregation_log = aggregate_round(algorithm, hp, state, uploads, weights,
+                                                 [local.buffers for local in locals_], frozen_names(model, settings))
     view = RoundView(model, data, locals_, state, new_state)  # evaluates nothing until asked
     new_state = algorithm.after_aggregate(new_state, view, hp)
     view.new = new_state
@@ -328,10 +327,12 @@ def gather_cohort(ranks, locals_, uploads, train_loss, records, events, previous
             torch.cat([part["loss"] for part in everyone]), merged, sum(counts) if counts else None)
 
 
-def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers, frozen: set[str] = frozenset()) -> dict:
+def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers,
+                    frozen: set[str] = frozenset()) -> tuple[dict, dict]:
     """The algorithm's aggregation over a per-client store already updated with this round's uploads,
     and the BatchNorm buffers averaged with the parameters' weights. `frozen` parameters keep their
-    global values exactly (a weighted mean of equal values can move them by a rounding error)."""
+    global values exactly (a weighted mean of equal values can move them by a rounding error). Returns
+    the new state and what the aggregation logged (its "round_log", never kept in the state)."""
     store = dict(state["clients"])
     for up in uploads:
         kept = algorithm.remember(up, hp)
@@ -343,8 +344,9 @@ def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers, froz
     new_state = algorithm.aggregate({**state, "clients": store, "previous_clients": state["clients"]}, uploads,
                                     weights, hp)
     new_state.pop("previous_clients", None)
+    aggregation_log = new_state.pop("round_log", {})
     if frozen:
         new_state = {**new_state, "params": {n: state["params"][n] if n in frozen else v
                                              for n, v in new_state["params"].items()}}
-    return {**new_state, "clients": store, "buffers": weighted_buffers(client_buffers, weights)}
+    return {**new_state, "clients": store, "buffers": weighted_buffers(client_buffers, weights)}, aggregation_log
 

@@ -14,7 +14,8 @@ Per round it logs (DVCLive) the global model's test accuracy and loss (with `eva
 the TCE paper's, on the union of the clients' validation sets, and the test set too at the last
 TEST_SET_EVALUATIONS evaluated rounds: `test_set_accuracy`, whose mean over them is the summary's
 `test_set_accuracy_mean`, and the last model's as `final_test_accuracy`), the cohort's mean local
-training loss and the bytes sent down and up; the seconds per round go to timing.json, apart, so that
+training loss, the bytes sent down and up, and what the algorithm's aggregation logs (`aggregation_<name>`:
+Importance's weight spread); the seconds per round go to timing.json, apart, so that
 the metrics and curves of two identical runs are byte-identical. A NaN/inf loss stops the run with
 status `diverged` (shown as NC in the reports), and the stage still succeeds so the pipeline goes on.
 Every `checkpoint_every` rounds the full state is saved under .checkpoints/, keyed by the hash of the
@@ -168,6 +169,14 @@ def log_probe_curves(live, probes: dict) -> None:
         if len(record["clients"]) > 1:
             live.log_metric("forgetting/mean_local_forgetting", float(torch.nanmean(torch.as_tensor(record["F"]))))
         live.log_metric("forgetting/worst_client_accuracy", float(record["global_accuracy_spread"]["min"]))
+
+
+def aggregation_record(log: dict) -> dict:
+    """The aggregation's round_log (0-d tensors) as the record's curves: one read-back for all of them."""
+    if not log:
+        return {}
+    values = torch.stack([value.to(torch.float64) for value in log.values()]).tolist()
+    return {AGGREGATION_LOG_PREFIX + name: value for name, value in zip(log, values)}
 
 
 def aggregation_curves(record: dict) -> list[str]:
@@ -367,8 +376,7 @@ def train_run(settings: RunSettings, vectorized: bool | None = None, progress: b
             record["train_loss"] = None
         else:
             state = result.state
-            record.update({AGGREGATION_LOG_PREFIX + name: float(value)  # one read-back a round, not a step
-                           for name, value in result.aggregation_log.items()})
+            record.update(aggregation_record(result.aggregation_log))
             if main_rank and (round_ % schedule.eval_every == 0 or round_ == schedule.rounds):
                 record["test_accuracy"], record["test_loss"] = evaluate(model, {**state["params"], **state["buffers"]},
                                                                         curve_data, curve_index)

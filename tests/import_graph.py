@@ -104,3 +104,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One cycle for each set of modules that import one another (a module importing itself included)."""
     return [shortest_cycle(graph, component[0]) for component in strongly_connected(graph)
             if len(component) > 1 or component[0] in graph.get(component[0], ())]
+
+
+def reachable(graph: dict[str, set[str]], starts: list[str]) -> set[str]:
+    """The modules `starts` import, directly or through others, with `starts` themselves."""
+    seen, stack = set(starts), list(starts)
+    while stack:
+        for name in graph.get(stack.pop(), ()):
+            if name not in seen:
+                seen.add(name)
+                stack.append(name)
+    return seen

@@ -4,6 +4,7 @@ interface is refused when it is discovered, in one line naming the module and th
 from __future__ import annotations
 
 import inspect
+import textwrap
 
 import pytest
 import torch
@@ -147,3 +148,20 @@ def test_a_module_that_does_not_fit_the_interface_is_refused_at_discovery_in_one
     message = str(refused.value)
     assert message.startswith(f"{name}.bad.{where}: ") and says in message
     assert "\n" not in message
+
+
+def test_what_an_aggregation_logs_leaves_the_state_and_reaches_the_round_result(tmp_path, monkeypatch):
+    """A module whose aggregate returns a round_log: the round's result carries it, the state kept does not
+    (so it is neither checkpointed nor sent to clients)."""
+    module = discovered(tmp_path, monkeypatch, "logs", textwrap.dedent("""\
+        import torch
+        from pipeline.algorithms import common
+        NAME = "logs"
+        def aggregate(state, uploads, weights, hp):
+            return {**common.sample_weighted_average(state, uploads, weights, hp),
+                    "round_log": {"cohort": torch.tensor(float(len(uploads)))}}
+        """))
+    _, result = one_round(module, {})
+    assert "round_log" not in result.state
+    assert {name: float(value) for name, value in result.aggregation_log.items()} == {"cohort": len(result.cohort)}
+    assert len(result.cohort) > 1

@@ -136,7 +136,7 @@ def fedcurv_two_rounds(sums_over: str, lam: float = 0.7):
             uploads.append({"client": client, **fedcurv.upload_from(theta, fisher, hp)})
             latest[client] = (theta, fisher)
         weights = [1.0 / len(cohort)] * len(cohort)
-        state = aggregate_round(fedcurv, hp, state, uploads, weights, [{}] * len(uploads))
+        state, _ = aggregate_round(fedcurv, hp, state, uploads, weights, [{}] * len(uploads))
         round_uploads.append(uploads)
     return state, hp, latest, round_uploads
 
@@ -252,7 +252,7 @@ def test_fedcurv_latest_sums_carried_over_30_rounds_of_random_cohorts_equal_a_fr
             fisher = {n: t.float() for n, t in random_tree(SHAPES, g, nonnegative=True).items()}
             uploads.append({"client": client, **fedcurv.upload_from(theta, fisher, hp)})
             latest[client] = (theta, fisher)
-        state = aggregate_round(fedcurv, hp, state, uploads, [1 / 3] * 3, [{}] * 3)
+        state, _ = aggregate_round(fedcurv, hp, state, uploads, [1 / 3] * 3, [{}] * 3)
     assert "previous_clients" not in state and state["summed"] == sorted(latest)
     for name in SHAPES:
         u = sum(latest[j][1][name].double() for j in latest)
@@ -274,10 +274,10 @@ def test_fedcurv_carried_sums_keep_small_entries_when_a_dominant_one_is_replaced
     def upload(client, fisher):
         return {"client": client, **fedcurv.upload_from({"w": torch.ones(1)}, {"w": torch.tensor([fisher])}, hp)}
 
-    state = aggregate_round(fedcurv, hp, state, [upload(0, 1.0)] + [upload(k, 1e-9) for k in range(1, 100)],
+    state, _ = aggregate_round(fedcurv, hp, state, [upload(0, 1.0)] + [upload(k, 1e-9) for k in range(1, 100)],
                             [0.01] * 100, [{}] * 100)
     for round_ in range(3):  # client 0 alone, three times: the totals carried, round after round
-        state = aggregate_round(fedcurv, hp, state, [upload(0, 2e-9 * (round_ + 1))], [1.0], [{}])
+        state, _ = aggregate_round(fedcurv, hp, state, [upload(0, 2e-9 * (round_ + 1))], [1.0], [{}])
         expected = 99 * 1e-9 + 2e-9 * (round_ + 1)
         assert state["u"]["w"].dtype == torch.float32
         assert float(state["u"]["w"]) == pytest.approx(expected, rel=1e-6)
@@ -296,7 +296,7 @@ def test_fedcurv_latest_sums_read_only_this_rounds_uploaders_entries():
     nan = {n: torch.full(shape, float("nan"), dtype=torch.float64) for n, shape in SHAPES.items()}
     poison = {"fisher": nan, "fisher_params": nan, "fisher_params2": torch.tensor(float("nan"))}
     state = {**state, "clients": {**state["clients"], 0: poison, 1: poison, 3: poison}}
-    new = aggregate_round(fedcurv, hp, state, [upload], [1.0], [{}])
+    new, _ = aggregate_round(fedcurv, hp, state, [upload], [1.0], [{}])
     latest[2] = (theta, fisher)
     for name in SHAPES:
         torch.testing.assert_close(new["u"][name], sum(latest[j][1][name] for j in latest), rtol=1e-12, atol=1e-12)
@@ -381,7 +381,7 @@ def test_penalty_affine_is_the_autograd_gradient_of_the_penalty(name, hp):
     uploads = [{"client": k, **algorithm.upload_from(random_tree(SHAPES, g), random_tree(SHAPES, g, True), hp,
                                                        shared=algorithm.shared_context(state, hp))}
                for k in range(3)]
-    state = aggregate_round(algorithm, hp, state, uploads, [1 / 3] * 3, [{}] * len(uploads))  # so every penalty term exists
+    state, _ = aggregate_round(algorithm, hp, state, uploads, [1 / 3] * 3, [{}] * len(uploads))  # so every penalty term exists
     shared, ctx = algorithm.shared_context(state, hp), algorithm.client_context(state, 1, hp)
     theta = {n: v.requires_grad_(True) for n, v in random_tree(SHAPES, g).items()}
     expected = torch.autograd.grad(algorithm.penalty(theta, shared, ctx, hp), list(theta.values()))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from import_graph import cycles, import_graph, strongly_connected
+import yaml
+from import_graph import REPO, cycles, import_graph, module_file, reachable, strongly_connected
 
 
 def write_modules(root, sources: dict) -> None:
@@ -50,3 +51,22 @@ def test_a_package_importing_its_own_submodule_is_no_cycle(tmp_path):
                              "pipeline.algos.common": "x = 1\n"})
     graph = import_graph(tmp_path)
     assert graph["pipeline.algos"] == {"pipeline.algos.common"} and cycles(graph) == []
+
+
+def test_the_report_stage_depends_on_every_module_the_report_runs():
+    """DVC re-runs the report when one of its deps changes: every module the report imports, directly or
+    through others (config, inputs, train's paths...), must lie under one, or a change there leaves a
+    stale report that `dvc status` calls clean."""
+    graph = import_graph()
+    deps = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["report"]["deps"]
+    runs = reachable(graph, [name for name in graph if name.startswith("pipeline.report")])
+    files = {name: module_file(name).relative_to(REPO).as_posix() for name in runs}
+    uncovered = sorted(path for path in files.values()
+                       if not any(path == dep or path.startswith(dep.rstrip("/") + "/") for dep in deps))
+    assert not uncovered, f"the report imports these, and dvc.yaml's report stage does not depend on them: {uncovered}"
+
+
+def test_reachable_follows_imports_through_other_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": set(), "d": {"a"}}
+    assert reachable(graph, ["a"]) == {"a", "b", "c"}
+    assert reachable(graph, ["c"]) == {"c"}

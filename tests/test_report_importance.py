@@ -529,8 +529,34 @@ def test_table3_puts_the_weighted_average_beside_fedavg_seed_by_seed(tmp_path):
     # Rounds 16-30: |84.44 − 84.64|, |79.78 − 79.84|, |86.74 − 86.67| = 0.20, 0.06, 0.07: mean 0.11.
     assert "differ by 20.0 points on average over rounds 1–10 and by 0.1 over rounds 16–30" in markdown
     assert "so 90% of every upload is the same global Fisher" in markdown  # γ from the run's settings
-    assert "paper or our reading:" in markdown and "not logged by training" in markdown
-    assert "next engine change" in markdown
+    assert "paper or our reading:" in markdown
+    # Runs whose training logged no weight curves say so rather than show numbers.
+    assert "the per-element weights of the MNIST MLP run were not logged by its training" in markdown
+
+
+def write_curve(root, key, seed, name, values):
+    folder = root / "reports" / "runs" / key / f"seed{seed}" / "plots" / "metrics"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = "".join(f"{step}\t{value}\n" for step, value in enumerate(values, start=1))
+    (folder / f"{name}.tsv").write_text(f"step\t{name}\n{rows}")
+
+
+def test_table3_shows_the_weighted_averages_weight_spread_by_round(tmp_path):
+    weighted = {**ABLATION_RUNS["weighted"], "gamma": 0.9}
+    write_seeds(tmp_path, "importance_mnist_mlp_weighted", weighted, [[0.8] * 12] * 2)
+    write_seeds(tmp_path, "importance_mnist_mlp_fedavg", FEDAVG, [[0.8] * 12] * 2)
+    # Seed 0 and seed 1 logged deviations (0.6, 0.2, ...) and (0.4, 0.1, ...): means 0.5 at round 1,
+    # 0.15 at round 2, (0.05 + 0.03) / 2 = 0.04 at rounds 10 and 12; moved shares 30 % and 10 % -> 20 %.
+    for seed, (first, second, later, moved) in enumerate([(0.6, 0.2, 0.05, 0.3), (0.4, 0.1, 0.03, 0.1)]):
+        key = "importance_mnist_mlp_weighted"
+        write_curve(tmp_path, key, seed, "aggregation_importance_weight_deviation", [first, second] + [later] * 10)
+        write_curve(tmp_path, key, seed, "aggregation_importance_weight_moved_share", [moved] * 12)
+    build(tmp_path)
+    markdown = (tmp_path / "reports/importance/table3.md").read_text()
+    assert "MNIST MLP (logged by training every round; mean over the 2 seeds that logged them)" in markdown
+    assert "round 1: 0.500 (20.0%); round 2: 0.150 (20.0%); round 10: 0.040 (20.0%); round 12: 0.040 (20.0%)" \
+        in markdown
+    assert "more than 10% of p_k" in markdown
 
 
 def test_the_weighted_average_notes_quote_the_paper_verbatim():

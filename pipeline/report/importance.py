@@ -14,10 +14,11 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from pipeline.algorithms.importance import MOVED_FRACTION
 from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, ReportContext, RunResult, SeededRun, accuracy_cell,
                                     accuracy_note, algorithm_label, comparison_claim, comparisons_seeds, diff_cell,
                                     fewer_rounds_claim, fmt, input_scaling_note, not_run_claim, plot_curves, pyplot,
-                                    rounds_cell, save_figure, scaled_note, seeds_note, write_table)
+                                    read_tsv_column, rounds_cell, save_figure, scaled_note, seeds_note, write_table)
 from pipeline.report.seeds import K_LAST, best_of, combine, compare, has_value
 
 PAPER = "importance"
@@ -323,9 +324,42 @@ def weighted_average_reading() -> str:
             "unsmoothed Fisher is another reading, not run here")
 
 
-WEIGHTS_NOT_LOGGED = ("the per-element weights are not logged by training (the server computes them inside its "
-                      "aggregation step and keeps only the averaged model): their spread per round is left for the "
-                      "next engine change, which retrains these runs; the curve gaps above stand in for them")
+# The curves the importance aggregation logs every round (pipeline/algorithms/importance.weight_spread;
+# pipeline.train prefixes "aggregation_").
+DEVIATION_CURVE = "aggregation_importance_weight_deviation"
+MOVED_CURVE = "aggregation_importance_weight_moved_share"
+
+
+def logged_curve(result: RunResult, name: str) -> dict[int, float]:
+    """One seed's logged curve `name` as {round: value}; {} where the seed did not log it."""
+    if result.folder is None:
+        return {}
+    rounds, values = read_tsv_column(result.folder / "plots" / "metrics" / f"{name}.tsv", name)
+    return dict(zip(rounds, values))
+
+
+def seed_mean_at(run: SeededRun, name: str, round_: int) -> tuple[float, int] | None:
+    """The mean over seeds of curve `name` at `round_`, and how many seeds logged it (None: none did)."""
+    values = [curve[round_] for curve in (logged_curve(r, name) for r in run.results) if round_ in curve]
+    return (statistics.fmean(values), len(values)) if values else None
+
+
+def weight_spread_note(model: str, weighted: SeededRun) -> str:
+    """How far the ablation's per-element weights F̄_k are from FedAvg's sample-size weights p_k, by
+    round, from the curves its training logged."""
+    last = weighted.last_round or 0
+    rounds = sorted({r for r in (1, 2, EARLY_ROUNDS, last) if 1 <= r <= last})
+    cells = [(r, seed_mean_at(weighted, DEVIATION_CURVE, r), seed_mean_at(weighted, MOVED_CURVE, r)) for r in rounds]
+    logged = [(r, deviation, moved) for r, deviation, moved in cells if deviation is not None and moved is not None]
+    if not logged:
+        return (f"the per-element weights of the MNIST {model.upper()} run were not logged by its training (runs "
+                "trained before the importance aggregation logged them)")
+    seeds = max(count for _, (_, count), _ in logged)
+    shown = "; ".join(f"round {r}: {deviation:.3f} ({moved:.1%})" for r, (deviation, _), (moved, _) in logged)
+    return (f"the per-element weights F̄_k against FedAvg's sample-size weights p_k, MNIST {model.upper()} (logged by "
+            f"training every round; mean over the {seeds} seeds that logged them): mean relative deviation "
+            f"|F̄_k − p_k| / p_k over clients and elements, and in brackets the share of weights more than "
+            f"{MOVED_FRACTION:.0%} of p_k away from it: {shown}. 0 and 0 % would be FedAvg's aggregation exactly")
 
 
 def weighted_average_notes(results: dict) -> list[str]:
@@ -340,7 +374,9 @@ def weighted_average_notes(results: dict) -> list[str]:
     ran = [results[k] for k in (run_key("mnist", m, "weighted") for m in ("mlp", "cnn")) if k in results]
     if ran:
         notes += [weighted_average_reason((ran[0].settings.get("algorithm") or {}).get("gamma")),
-                  weighted_average_reading(), WEIGHTS_NOT_LOGGED]
+                  weighted_average_reading()]
+        notes += [weight_spread_note(model, results[run_key("mnist", model, "weighted")])
+                  for model in ("mlp", "cnn") if run_key("mnist", model, "weighted") in results]
     return notes
 
 
