@@ -122,7 +122,7 @@ def test_a_fresh_clone_is_up_to_date_and_its_first_variation_trains_only_that_ru
 
 def test_editing_a_docstring_of_the_data_or_resolve_stages_retrains_nothing(pipeline_repo):
     repo = template_repo(pipeline_repo)
-    for module in ("runs", "datasets", "partition"):
+    for module in ("runs", "download", "partition", "partitioners", "resolve"):
         path = repo.root / "pipeline" / f"{module}.py"
         text = path.read_text()
         path.write_text(text.replace('"""', '"""Edited. ', 1))
