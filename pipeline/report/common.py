@@ -58,6 +58,12 @@ class RunResult:
             return self.summary.get("rounds_to_accuracy", {}).get(f"{target:g}")
         return rounds_to_accuracy(self.rounds, self.accuracy, target)
 
+    def logged_curve(self, name: str) -> dict[int, float]:
+        """The seed's logged curve `name` ({round: value}); {} where it logged none or was built in memory."""
+        if self.folder is None:
+            return {}
+        return dict(zip(*read_tsv_column(curve_path(self.folder, name), name)))
+
     def paper_value(self, key: str):
         """A setting as the paper has it (before the default profile scaled it)."""
         scaled = self.settings.get("scaled") or {}
@@ -134,6 +140,12 @@ class SeededRun:
         lasts = [r.rounds[-1] for r in self.results if r.rounds]
         return max(lasts) if lasts else None
 
+    def logged_curve(self, name: str) -> dict[int, float]:
+        """The seed's logged curve `name` ({round: value}); {} where it logged none or was built in memory."""
+        if self.folder is None:
+            return {}
+        return dict(zip(*read_tsv_column(curve_path(self.folder, name), name)))
+
     def paper_value(self, key: str):
         return self.results[0].paper_value(key)
 
@@ -188,6 +200,11 @@ class SeededRun:
         return True
 
 
+def curve_path(folder: Path, name: str) -> Path:
+    """Where the train stage's DVCLive writes a seed's curve `name`."""
+    return folder / "plots" / "metrics" / f"{name}.tsv"
+
+
 def read_tsv_column(path: Path, column: str) -> tuple[list[int], list[float]]:
     if not path.is_file():
         return [], []
@@ -201,7 +218,7 @@ def read_seed(folder: Path, run: str, seed: int) -> RunResult | None:
     if not (folder / "metrics.json").is_file():
         return None
     settings = json.loads((folder / "settings.json").read_text())
-    rounds, accuracy = read_tsv_column(folder / "plots" / "metrics" / "test_accuracy.tsv", "test_accuracy")
+    rounds, accuracy = read_tsv_column(curve_path(folder, "test_accuracy"), "test_accuracy")
     timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
     return RunResult(run, seed, settings, json.loads((folder / "metrics.json").read_text()), rounds, accuracy,
                      timing, folder)

@@ -18,7 +18,7 @@ from pipeline.algorithms.importance import MOVED_FRACTION
 from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, ReportContext, RunResult, SeededRun, accuracy_cell,
                                     accuracy_note, algorithm_label, comparison_claim, comparisons_seeds, diff_cell,
                                     fewer_rounds_claim, fmt, input_scaling_note, not_run_claim, plot_curves, pyplot,
-                                    read_tsv_column, rounds_cell, save_figure, scaled_note, seeds_note, write_table)
+                                    rounds_cell, save_figure, scaled_note, seeds_note, write_table)
 from pipeline.report.seeds import K_LAST, best_of, combine, compare, has_value
 
 PAPER = "importance"
@@ -330,17 +330,9 @@ DEVIATION_CURVE = "aggregation_importance_weight_deviation"
 MOVED_CURVE = "aggregation_importance_weight_moved_share"
 
 
-def logged_curve(result: RunResult, name: str) -> dict[int, float]:
-    """One seed's logged curve `name` as {round: value}; {} where the seed did not log it."""
-    if result.folder is None:
-        return {}
-    rounds, values = read_tsv_column(result.folder / "plots" / "metrics" / f"{name}.tsv", name)
-    return dict(zip(rounds, values))
-
-
 def seed_mean_at(run: SeededRun, name: str, round_: int) -> tuple[float, int] | None:
     """The mean over seeds of curve `name` at `round_`, and how many seeds logged it (None: none did)."""
-    values = [curve[round_] for curve in (logged_curve(r, name) for r in run.results) if round_ in curve]
+    values = [curve[round_] for curve in (r.logged_curve(name) for r in run.results) if round_ in curve]
     return (statistics.fmean(values), len(values)) if values else None
 
 
