@@ -7,6 +7,7 @@ the code's own formula again.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -14,7 +15,7 @@ import torch
 from scipy.stats import t as student_t
 
 from pipeline.algorithms import fedavg, fedprox
-from pipeline.report.seeds import (FAILED, HELD, INCONCLUSIVE, PAIRED, WELCH, PerSeed, claim_power, compare,
+from pipeline.report.seeds import (FAILED, HELD, INCONCLUSIVE, PAIRED, WELCH, PerSeed, claim_power, compare, needed_seeds,
                                    power_line, power_of_t_test, rounds_to_target_moving, seeds_for_power,
                                    deciding_tests, window_mean)
 from pipeline.rounds import initial_state, run_round
@@ -181,6 +182,27 @@ def test_a_claim_of_several_comparisons_names_its_hardest():
     assert "cannot be decided" in claim_power([easy, nc])
     assert claim_power([held]) == ""
     assert deciding_tests([held, compare(FIRST, SECOND)]) == "paired t + Welch t"
+
+
+def test_a_claim_with_a_comparison_against_it_names_the_nearest_failure():
+    # All-of claims: one comparison separated against the claim fails it. Differences -2, -1, -3 (p = 0.074
+    # over 3 seeds, dz = -2) need a handful of seeds; 1, -0.5, 1.2 (dz = +0.93) for the claim need more, and
+    # -0.6, 0.2, -1.0 (dz = -0.98) against it sits between: the line names the first, as failed.
+    base = PerSeed([10.0, 10.0, 10.0], SEEDS)
+    against_near = compare(PerSeed([8.0, 9.0, 7.0], SEEDS), base, "higher")
+    against_far = compare(PerSeed([9.4, 10.2, 9.0], SEEDS), base, "higher")
+    for_claim = compare(PerSeed([11.0, 9.5, 11.2], SEEDS), base, "higher")
+    assert {c.status for c in (against_near, against_far, for_claim)} == {INCONCLUSIVE}
+    assert needed_seeds(against_near) < needed_seeds(against_far) < needed_seeds(for_claim)
+    line = claim_power([for_claim, against_far, against_near])
+    assert line.startswith("3 comparisons undecided; one separated against the claim fails it, the nearest: ")
+    assert line.endswith(power_line(against_near)) and "as failed" in line
+    # A claim whose comparisons are not its sides (one decided does not fail it) still names the hardest.
+    assert claim_power([for_claim, against_far, against_near], one_failure_fails=False).endswith(
+        power_line(for_claim))
+    # Every undecided comparison for the claim: all must be decided, so the hardest is named, as before.
+    assert claim_power([for_claim, dataclasses.replace(against_near, effect=2.0)]).endswith(
+        power_line(for_claim))
 
 
 # ---------------------------------------------------------------- common random numbers

@@ -404,6 +404,7 @@ class Claim:
     seeds: str = ""  # the n of each side, e.g. "3 vs 3"
     comparisons: list[Comparison] = field(default_factory=list)  # what decided it (tests, power)
     unit: str = ""  # of the compared values, for the power line ("rounds", "points")
+    one_failure_fails: bool = True  # its comparisons are combined by `combine` (see claim_power)
 
     @property
     def test(self) -> str:
@@ -415,7 +416,7 @@ class Claim:
         """For an undecided claim: what would decide it (claim_power); "" otherwise."""
         if self.status != "inconclusive":
             return ""
-        return claim_power(self.comparisons, self.unit) or "no comparison to measure (see our numbers)"
+        return claim_power(self.comparisons, self.unit, self.one_failure_fails) or "no comparison to measure (see our numbers)"
 
 
 def not_run_claim(paper: str, claim_id: str, text: str, published: str, results: dict, keys) -> Claim | None:

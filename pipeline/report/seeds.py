@@ -383,13 +383,28 @@ def needed_seeds(comparison: Comparison) -> int | None:
     return seeds_for_power(effect_size, comparison.test == PAIRED)
 
 
-def claim_power(comparisons: Iterable[Comparison], unit: str = "") -> str:
-    """The power line of a claim of one or several comparisons: the undecided one that no number of
-    seeds decides, else the one that needs the most seeds. "" when the claim is decided."""
+def claim_power(comparisons: Iterable[Comparison], unit: str = "", one_failure_fails: bool = True) -> str:
+    """The power line of a claim of one or several comparisons; "" when the claim is decided.
+
+    Combined by `combine`, a claim is failed as soon as one comparison is failed, and held only when every
+    one is held. So when an undecided comparison points against the claim, the seeds that decide that one
+    at POWER decide the claim with at least that power (as failed): the line names the one of those that
+    needs the fewest. Otherwise (every undecided one points for the claim, or `one_failure_fails` is False
+    for a claim whose comparisons are not combined that way) it names the one no number of seeds decides,
+    else the one that needs the most, since all of them must be decided for the claim to hold."""
     comparisons = list(comparisons)
     if not comparisons or combine(c.status for c in comparisons) != INCONCLUSIVE:
         return ""
     undecided = [c for c in comparisons if c.status == INCONCLUSIVE]
+    against = [c for c in undecided
+               if one_failure_fails and (c.effect or 0.0) < 0 and needed_seeds(c) is not None]
+    if against:
+        nearest = min(against, key=lambda c: needed_seeds(c) or 0)
+        line = power_line(nearest, unit)
+        if len(undecided) == 1:
+            return line
+        return (f"{len(undecided)} comparisons undecided; one separated against the claim fails it, the nearest: "
+                f"{line}")
     hardest = max(undecided, key=lambda c: (needed_seeds(c) is None, needed_seeds(c) or 0))
     line = power_line(hardest, unit)
     return line if len(undecided) == 1 else f"{len(undecided)} comparisons undecided; the hardest: {line}"
