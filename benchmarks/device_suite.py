@@ -16,7 +16,8 @@ that fails (out of memory, an operation vmap cannot batch) is reported with its 
 
 With --levers, each workload's faster path is timed again under each speed lever of issue 40 that
 needs no change to the engine: TF32 for float32 matrix products (cuDNN's convolutions already use TF32
-by default), cuDNN's autotuner (`cudnn.benchmark`), and bf16 autocast around the whole round. These are
+by default), cuDNN's autotuner (`cudnn.benchmark`), bf16 autocast around the whole round, and the cohort
+stacked by the device-memory chunk rule (FEDFORGET_CHUNK=device) instead of the CPU's mmap rule. These are
 speed measurements only: no run trains with them, and what bf16 does to the Fisher, the BatchNorm
 statistics or a claim's numbers is not measured here.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import statistics
 import sys
 import time
@@ -38,6 +40,7 @@ from benchmarks.flops import synchronize
 from pipeline import distributed
 from pipeline.algorithms import get_algorithm, resolve_hyperparams
 from pipeline.clientdata import ClientData, channel_stats
+from pipeline.cohort import CHUNK_RULE_VARIABLE
 from pipeline.cost import training_flops_per_sample
 from pipeline.io import write_json, write_text
 from pipeline.models import build_model
@@ -127,11 +130,28 @@ def autocast_bf16(device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
+@contextlib.contextmanager
+def environment(name: str, value: str):
+    """Set an environment variable for the block, then put it back."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
 # lever -> a context for the timed rounds, given the device
 LEVERS = {
     "tf32_matmul": lambda device: backend_flags(torch.backends.cuda.matmul, allow_tf32=True),
     "cudnn_benchmark": lambda device: backend_flags(torch.backends.cudnn, benchmark=True),
     "bf16_autocast": autocast_bf16,
+    # the cohort stacked by the device-memory rule instead of the mmap rule (pipeline.cohort.chunk_for_round;
+    # on the vectorized path it stacks every client of these workloads at once)
+    "device_chunk": lambda device: environment(CHUNK_RULE_VARIABLE, "device"),
 }
 
 
@@ -246,8 +266,12 @@ def lever_lines(summary: dict) -> list[str]:
         cells = []
         for lever in LEVERS:
             entry = workload["levers"].get(lever, {})
-            cells.append(f"failed: {entry['failed']}" if "failed" in entry else
-                         f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f})")
+            if "failed" in entry:
+                cells.append(f"failed: {entry['failed']}")
+            elif "images_per_second" in entry:
+                cells.append(f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f})")
+            else:  # results from before the lever existed
+                cells.append("not measured")
         lines.append(f"| {key} | {workload['faster_path']} | " + " | ".join(cells) + " |")
     return lines
 

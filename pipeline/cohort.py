@@ -18,6 +18,8 @@ every branch (which clients step, how many samples a batch holds) is taken there
 """
 from __future__ import annotations
 
+import copy
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +29,7 @@ from torch.func import functional_call, grad_and_value, vmap
 from pipeline import cohort_mlp
 from pipeline.clientdata import (AUGMENT_STREAM, DROPOUT_STREAM, ClientData, crop_flip, crop_flip_draws, gather_rows,
                                  generator_for)
+from pipeline.errors import UserError
 from pipeline.losses import per_sample_loss
 from pipeline.models import batch_norm_presence, dropout_masks
 from pipeline.optimizers import SGD
@@ -51,10 +54,78 @@ def tune_allocator() -> None:
 
 
 def cohort_chunk_size(params: dict) -> int:
-    """How many clients to stack at once: a function of the model only. Results do not depend on it
-    (every random draw is keyed by client), only memory and speed do."""
+    """How many clients to stack at once by the mmap rule: a function of the model only. Results on a CPU
+    do not depend on it (every random draw is keyed by client), only memory and speed do."""
     largest = max(value.numel() * value.element_size() for value in params.values())
     return max(1, CHUNK_BYTES // largest)
+
+
+# On a GPU the mmap rule has no reason to hold: it stacks ResNet-18 two clients at a time. The device rule
+# stacks as many as fit in a fixed share of the device's *total* memory, by an estimate of one client's
+# working set: a fixed function of the model, the batch and the kind of device (not of its free memory),
+# so that a rerun on the same kind of GPU stacks the same chunks and gives the same bits (a chunk changes
+# the kernels' shapes, and with them float32 rounding). FEDFORGET_CHUNK=device chooses it; the default stays
+# the mmap rule until the device benchmark's `device_chunk` lever has measured it on a GPU.
+CHUNK_RULE_VARIABLE = "FEDFORGET_CHUNK"
+CHUNK_RULES = ("mmap", "device")
+DEVICE_MEMORY_SHARE = 0.5  # the rest: the dataset on the device, the global state, evaluation, fragmentation
+STATE_COPIES = 4  # a client's parameters, gradients and up to two optimiser moments (Adam)
+# Autograd keeps a leaf's input and output and vmap's batching adds temporaries: 4 copies of every leaf
+# module's output bound the peak memory the H200 measured for each convolutional workload on the vectorized
+# path (3 did not, for the BatchNorm ResNets; tests/test_chunking.py checks the bound).
+SAVED_OUTPUT_COPIES = 4
+
+
+def chunk_rule() -> str:
+    """The chunk rule FEDFORGET_CHUNK names (default mmap); a one-line error for another value."""
+    rule = os.environ.get(CHUNK_RULE_VARIABLE, "mmap")
+    if rule not in CHUNK_RULES:
+        raise UserError(f"{CHUNK_RULE_VARIABLE}: {rule!r} is not allowed; expected {' or '.join(CHUNK_RULES)}")
+    return rule
+
+
+def activation_bytes_per_sample(model: torch.nn.Module, image_shape) -> int:
+    """The bytes of every leaf module's output for one (H, W, C) sample, counted on a copy of the model on
+    the meta device: no memory, no arithmetic, the same number on every machine."""
+    height, width, channels = image_shape
+    meta = copy.deepcopy(model).to("meta")
+    total = 0
+
+    def count(module, args, output):
+        nonlocal total
+        total += sum(t.numel() * t.element_size() for t in (output if isinstance(output, tuple) else (output,))
+                     if isinstance(t, torch.Tensor))
+
+    hooks = [m.register_forward_hook(count) for m in meta.modules() if not list(m.children())]
+    try:
+        meta.train()
+        meta(torch.empty(1, channels, height, width, device="meta"))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return total
+
+
+def client_working_bytes(params: dict, activation_per_sample: int, batch_size: int) -> int:
+    """One stacked client's estimated working set in a training step: its copies of the state and the
+    activations autograd saves for its batch."""
+    state = sum(value.numel() * value.element_size() for value in params.values())
+    return STATE_COPIES * state + SAVED_OUTPUT_COPIES * batch_size * activation_per_sample
+
+
+def device_chunk_size(working_bytes: int, total_memory: int, share: float = DEVICE_MEMORY_SHARE) -> int:
+    """Clients a chunk stacks by the device rule: as many working sets as fit in `share` of the memory."""
+    return max(1, int(share * total_memory) // max(1, working_bytes))
+
+
+def chunk_for_round(model: torch.nn.Module, params: dict, image_shape, batch_size: int, device: torch.device) -> int:
+    """The round's chunk: the device rule where FEDFORGET_CHUNK=device and the state is on a CUDA device,
+    else the mmap rule."""
+    if device.type != "cuda" or chunk_rule() != "device":
+        return cohort_chunk_size(params)
+    total = torch.cuda.get_device_properties(device).total_memory
+    working = client_working_bytes(params, activation_bytes_per_sample(model, image_shape), batch_size)
+    return device_chunk_size(working, total)
 
 
 def prefer_vectorized(model, device: torch.device, cohort_clients: int | None = None) -> bool:

@@ -268,6 +268,7 @@ def describe_device(device: torch.device) -> dict:
         "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "chunk_rule": os.environ.get("FEDFORGET_CHUNK", "mmap"),  # pipeline.cohort.chunk_rule: how cohorts stack
     })
     return info
 

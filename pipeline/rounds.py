@@ -23,7 +23,7 @@ import torch
 
 from pipeline import distributed, forgetting
 from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule_on_host, generator_for, sample_cohort
-from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, StepPlan, cohort_chunk_size, repeat_for, slice_tree,
+from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, StepPlan, chunk_for_round, repeat_for, slice_tree,
                              stack_trees, train_sequential, train_vectorized)
 from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
@@ -269,7 +269,8 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: Rou
     cohort = sample_cohort(len(data.clients), settings.client_fraction, settings.seed, round_)
     optimizer = build_optimizer(settings.local.optimizer)
     shared = algorithm.shared_context(state, hp)
-    chunk = max_chunk or cohort_chunk_size(state["params"])
+    chunk = max_chunk or chunk_for_round(model, state["params"], tuple(data.x.shape[1:]), settings.local.batch_size,
+                                         state_device(state))
     mine = [cohort[p] for p in distributed.positions_of_rank(len(cohort), ranks)]
     locals_, losses = [], []
     presentations, events = dict(state.get("presentations", {})), None

@@ -4,7 +4,8 @@ what tests/test_device.py checks on its CPU stand-in, on CUDA itself, and what o
 - every algorithm on both paths for one round, with the server state asserted on the GPU and no host
   sync inside the training steps (torch.cuda.set_sync_debug_mode counts them);
 - CUDA and the CPU agree in float64 (models without random draws: a GPU draws other dropout masks);
-- dropout masks and crop-and-flip draws, keyed by (seed, round, client), do not depend on the chunking;
+- dropout masks and crop-and-flip draws, keyed by (seed, round, client), do not depend on the chunking, and
+  the device-memory chunk rule (FEDFORGET_CHUNK=device) stacks a small cohort whole with the same float64 round;
 - vmap's evaluation of stacked BatchNorm models matches evaluating them one at a time;
 - a run killed after a checkpoint resumes to the uninterrupted run's state;
 - two processes share one GPU over gloo and give one process's numbers; over NCCL they need a GPU
@@ -158,6 +159,27 @@ def test_keyed_draws_do_not_depend_on_the_chunking():
     finally:
         torch.set_default_dtype(previous)
     for (path, left), (_, right) in zip(device_leaves(cut), device_leaves(uncut)):
+        torch.testing.assert_close(left, right, rtol=1e-9, atol=1e-12, msg=path)
+
+
+def test_the_device_chunk_rule_stacks_the_whole_cohort_and_agrees_in_float64(monkeypatch):
+    # FEDFORGET_CHUNK=device on a real GPU: the small cohort fits in one chunk, and the round (float64, so
+    # that kernel choices by shape do not hide a difference) equals the mmap rule's and one-client chunks'.
+    from pipeline.cohort import CHUNK_RULE_VARIABLE, chunk_for_round
+
+    model = build_model("cnn_mnist", (28, 28, 1), 3, 0).to(CUDA)
+    params = dict(model.named_parameters())
+    monkeypatch.setenv(CHUNK_RULE_VARIABLE, "device")
+    assert chunk_for_round(model, params, (28, 28, 1), 4, CUDA) >= len(SIZES)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        device_rule = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=None, dtype=torch.float64)[0]
+        monkeypatch.setenv(CHUNK_RULE_VARIABLE, "mmap")
+        one_at_a_time = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=1, dtype=torch.float64)[0]
+    finally:
+        torch.set_default_dtype(previous)
+    for (path, left), (_, right) in zip(device_leaves(device_rule), device_leaves(one_at_a_time)):
         torch.testing.assert_close(left, right, rtol=1e-9, atol=1e-12, msg=path)
 
 

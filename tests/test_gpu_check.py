@@ -18,6 +18,7 @@ WORKLOADS = {"resnet18_gn", "resnet18_bn", "resnet_shallow_adam", "densenet121",
 # One test function per part of the check the issue asks for (tests/test_gpu.py).
 PARTS = ["test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_steps",
          "test_cuda_agrees_with_the_cpu_in_float64", "test_keyed_draws_do_not_depend_on_the_chunking",
+         "test_the_device_chunk_rule_stacks_the_whole_cohort_and_agrees_in_float64",
          "test_vmap_evaluation_of_batch_norm_models_matches_one_model_at_a_time", "test_a_killed_run_resumes_on_cuda",
          "test_two_processes_share_one_gpu_over_gloo_with_one_process_numbers",
          "test_two_processes_over_nccl_give_one_process_numbers", "test_more_nccl_processes_than_gpus_is_one_line",
@@ -84,7 +85,8 @@ def test_the_levers_table_gives_each_lever_as_a_ratio_to_the_faster_paths_baseli
                 "levers": {"tf32_matmul": {"images_per_second": 300.0}, "cudnn_benchmark": {"images_per_second": 100.0},
                            "bf16_autocast": {"failed": "dtype mismatch"}}}
     lines = lever_lines({"workloads": {"w": workload, "plain": {"faster_path": "vectorized", "paths": {}}}})
-    assert lines[-1] == "| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch |"
+    # device_chunk came after these results were measured: the table says so rather than failing
+    assert lines[-1] == "| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch | not measured |"
     assert sum(line.startswith(("| w |", "| plain |")) for line in lines) == 1  # no row without levers
 
 
