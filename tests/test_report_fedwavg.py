@@ -416,10 +416,16 @@ def test_the_grids_best_is_the_highest_mean_top_and_keeps_ties():
     def run(*curves):
         return SeededRun("x", [RunResult("x", s, {}, {"status": "ok"}, [1, 2], c) for s, c in enumerate(curves)])
 
-    # Top per seed: 0.001 -> 60, 70 (mean 65); 0.01 -> 65; 0.1 -> 64, 64.5 (64.25)
-    grid = {0.001: run([0.5, 0.6], [0.7, 0.2]), 0.01: run([0.65, 0.1]), 0.1: run([0.64, 0.6], [0.645, 0.3])}
+    # Top per seed: 0.001 -> 60, 70 (mean 65); 0.01 -> 66, 64 (65); 0.1 -> 64, 64.5 (64.25)
+    grid = {0.001: run([0.5, 0.6], [0.7, 0.2]), 0.01: run([0.66, 0.1], [0.64, 0.1]),
+            0.1: run([0.64, 0.6], [0.645, 0.3])}
     assert fedwavg.grid_best(grid) == [0.001, 0.01]
     assert fedwavg.grid_best({0.1: run([0.5, 0.9])}) == [0.1] and fedwavg.grid_best({}) == []
+    # A μ with more seeds is compared on the seeds every μ ran: 0.01 over all three of its seeds would be
+    # (66 + 64 + 80) / 3 = 70, above 0.001's 65; on seeds 0-1 it is 65, a tie.
+    grid[0.01] = run([0.66, 0.1], [0.64, 0.1], [0.8, 0.1])
+    assert fedwavg.grid_best(grid) == [0.001, 0.01]
+    assert fedwavg.shared_seeds_words(grid) == "seeds 0, 1"
 
 
 def test_freezing_that_helps_by_ten_points_or_more_fails_the_claim(tmp_path):
