@@ -188,10 +188,18 @@ def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: boo
             "peak_memory_bytes": peak_memory(device)}
 
 
-def measure_levers(workload: DeviceWorkload, device: torch.device, repeats: int, path: str) -> dict:
-    """Each lever on the workload's faster path: images a second, or why it failed."""
+# The path a lever is measured on when it is not the workload's faster one: the chunk rule only changes how
+# the vectorized path stacks clients (BatchNorm workloads are faster sequential, where it changes nothing).
+LEVER_PATHS = {"device_chunk": "vectorized"}
+
+
+def measure_levers(workload: DeviceWorkload, device: torch.device, repeats: int, faster: str,
+                   levers: tuple[str, ...]) -> dict:
+    """Each named lever on the workload's faster path (or the one LEVER_PATHS names): images a second, or
+    why it failed, with the path it ran on."""
     results = {}
-    for lever in LEVERS:
+    for lever in levers:
+        path = LEVER_PATHS.get(lever, faster)
         print(f"device suite: {workload.key}, {path}, lever {lever}", file=sys.stderr, flush=True)
         try:
             results[lever] = measure_path(workload, device, path == "vectorized", repeats, lever)
@@ -200,10 +208,11 @@ def measure_levers(workload: DeviceWorkload, device: torch.device, repeats: int,
         finally:
             if device.type == "cuda":
                 torch.cuda.empty_cache()
+        results[lever]["path"] = path
     return results
 
 
-def run_workload(workload: DeviceWorkload, device: torch.device, repeats: int, levers: bool = False) -> dict:
+def run_workload(workload: DeviceWorkload, device: torch.device, repeats: int, levers: tuple[str, ...] = ()) -> dict:
     paths = {}
     for label, vectorized in (("vectorized", True), ("sequential", False)):
         print(f"device suite: {workload.key}, {label}", file=sys.stderr, flush=True)
@@ -221,8 +230,22 @@ def run_workload(workload: DeviceWorkload, device: torch.device, repeats: int, l
               "samples_per_client": workload.samples_per_client, "batch_size": workload.batch_size,
               "optimizer": workload.optimizer, "lr": workload.lr, "paths": paths, "faster_path": faster}
     if levers and faster:
-        result["levers"] = measure_levers(workload, device, repeats, faster)
+        result["levers"] = measure_levers(workload, device, repeats, faster, levers)
     return result
+
+
+def parse_levers(text: str | None) -> tuple[str, ...]:
+    """--levers' value: none (None), every lever ("all") or a comma-separated subset of LEVERS."""
+    if text is None:
+        return ()
+    wanted = list(LEVERS) if text == "all" else [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in LEVERS]
+    if unknown or not wanted:
+        from pipeline.errors import UserError
+
+        raise UserError(f"--levers: {', '.join(unknown) or repr(text)} not a lever; allowed: all or a comma-separated "
+                        f"subset of {', '.join(LEVERS)}")
+    return tuple(wanted)
 
 
 def number(value, digits: int = 3) -> str:
@@ -258,18 +281,21 @@ def lever_lines(summary: dict) -> list[str]:
     measured = {key: w for key, w in summary["workloads"].items() if "levers" in w}
     if not measured:
         return []
-    lines = ["", "Speed levers on each workload's faster path (images / s, and x the baseline above; speed only: "
-             "no run trains with them):", "", "| workload | path | " + " | ".join(LEVERS) + " |",
+    lines = ["", "Speed levers on each workload's faster path, or the path a cell names (images / s, and x that "
+             "path's baseline above; speed only: no run trains with them):", "", "| workload | path | " + " | ".join(LEVERS) + " |",
              "|---|---|" + "---|" * len(LEVERS)]
     for key, workload in measured.items():
-        base = workload["paths"][workload["faster_path"]]["images_per_second"]
         cells = []
         for lever in LEVERS:
             entry = workload["levers"].get(lever, {})
+            path = entry.get("path", workload["faster_path"])
+            base = workload["paths"].get(path, {}).get("images_per_second")
+            elsewhere = "" if path == workload["faster_path"] else f", {path}"
             if "failed" in entry:
                 cells.append(f"failed: {entry['failed']}")
-            elif "images_per_second" in entry:
-                cells.append(f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f})")
+            elif "images_per_second" in entry and base:
+                cells.append(f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f}"
+                             f"{elsewhere})")
             else:  # results from before the lever existed
                 cells.append("not measured")
         lines.append(f"| {key} | {workload['faster_path']} | " + " | ".join(cells) + " |")
@@ -293,11 +319,11 @@ def select(keys: str | None) -> list[DeviceWorkload]:
 def main(args, device: torch.device) -> dict:
     """Run the suite for speed.py's parsed `args` (out, repeats, quick, workloads) on `device`."""
     workloads = [w.tiny() if args.quick else w for w in select(args.device_workloads)]
-    levers = getattr(args, "levers", False)
+    levers = parse_levers(getattr(args, "levers", None))
     results = {w.key: run_workload(w, device, args.repeats, levers) for w in workloads}
     summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "device": distributed.describe_device(device), "repeats": args.repeats, "quick": args.quick,
-               "levers": levers, "workloads": results}
+               "levers": list(levers), "workloads": results}
     text = markdown(summary)
     write_json(args.out / "device_speed.json", summary)
     write_text(args.out / "device_speed.md", text)

@@ -327,14 +327,19 @@ def parse_args(argv):
     parser.add_argument("--device-workloads", help="with --suite device: a comma-separated subset of "
                                                    "resnet18_gn,resnet18_bn,resnet_shallow_adam,densenet121,"
                                                    "dropout_cnn,cnn_fedavg,mlp_200")
-    parser.add_argument("--levers", action="store_true",
+    parser.add_argument("--levers", nargs="?", const="all", metavar="LEVERS",
                         help="with --suite device: also time each workload's faster path under each speed lever "
-                             "(TF32 matmuls, cuDNN's autotuner, bf16 autocast): speed only, not the runs' settings")
+                             "(all, or a comma-separated subset of tf32_matmul,cudnn_benchmark,bf16_autocast,"
+                             "device_chunk; device_chunk on the vectorized path): speed only, not the runs' settings")
     args = parser.parse_args(argv)
     args.sizes = args.sizes or ("tiny" if args.quick else "paper")
     args.repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
     if args.repeats < 1:
         raise UserError(f"--repeats: {args.repeats} is not allowed; expected an integer >= 1")
+    if args.levers is not None:  # refused here, before any workload runs
+        from benchmarks.device_suite import parse_levers
+
+        parse_levers(args.levers)
     return args
 
 

@@ -7,7 +7,8 @@
 #      one-line error for more NCCL processes than GPUs, deterministic kernels for AdaptiveAvgPool2d models;
 #   2. python -m benchmarks.speed --suite device --device cuda: ResNet-18 (GroupNorm, BatchNorm), the
 #      shallow ResNet (Adam), DenseNet-121, the dropout CNN, FedAvg's CNN and the MLP, images/s and peak
-#      memory on both paths;
+#      memory on both paths, and the vectorized path with the cohort stacked by device memory (the
+#      device_chunk lever, FEDFORGET_CHUNK=device: not yet measured on a GPU);
 #   3. python -m benchmarks.gpu_reproducibility: what is bit for bit (reruns, paths, 1 vs 2 processes).
 # Results (the tests' log, device_speed.json/.md, reproducibility.json/.md) go to benchmarks/results/gpu/
 # (or the folder given).
@@ -36,12 +37,12 @@ start=$(date +%s)
 if [ "$smoke" = 1 ]; then
     "$python" -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
     tests=${PIPESTATUS[0]}
-    "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --out "$out"
+    "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --levers device_chunk --out "$out"
     bench=$?
 else
     "$python" -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
     tests=${PIPESTATUS[0]}
-    "$python" -m benchmarks.speed --suite device --device cuda --repeats 3 --out "$out"
+    "$python" -m benchmarks.speed --suite device --device cuda --repeats 3 --levers device_chunk --out "$out"
     bench=$?
     "$python" -m benchmarks.gpu_reproducibility --out "$out" || bench=$?
 fi

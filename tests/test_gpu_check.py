@@ -54,8 +54,10 @@ def test_the_smoke_run_skips_the_tier_and_benchmarks_every_workload_on_both_path
             assert entry["peak_memory_bytes"] is None  # measured on CUDA only
         faster = max(workload["paths"], key=lambda label: workload["paths"][label]["images_per_second"])
         assert workload["faster_path"] == faster
+        chunk = workload["levers"]["device_chunk"]  # the lever the check measures, on the path it changes
+        assert "failed" not in chunk and chunk["path"] == "vectorized", (key, chunk)
     markdown = (tmp_path / "device_speed.md").read_text()
-    assert markdown.count("| densenet121 |") == 2 and "tiny sizes" in markdown
+    assert markdown.count("| densenet121 |") == 3 and "tiny sizes" in markdown  # two paths and the lever
     assert "gpu-check: tests exit 0, benchmark exit 0" in result.stdout
 
 
@@ -88,6 +90,26 @@ def test_the_levers_table_gives_each_lever_as_a_ratio_to_the_faster_paths_baseli
     # device_chunk came after these results were measured: the table says so rather than failing
     assert lines[-1] == "| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch | not measured |"
     assert sum(line.startswith(("| w |", "| plain |")) for line in lines) == 1  # no row without levers
+
+
+def test_the_chunk_lever_is_read_against_the_vectorized_baseline_it_ran_on():
+    from benchmarks.device_suite import lever_lines
+
+    # A BatchNorm workload: faster sequential (200/s), vectorized 100/s; the chunk lever runs vectorized at 150/s:
+    # x1.50 of the vectorized baseline, not x0.75 of the sequential one.
+    workload = {"faster_path": "sequential", "paths": {"sequential": {"images_per_second": 200.0},
+                                                       "vectorized": {"images_per_second": 100.0}},
+                "levers": {"device_chunk": {"images_per_second": 150.0, "path": "vectorized"}}}
+    assert lever_lines({"workloads": {"w": workload}})[-1].endswith("| 150 (x1.50, vectorized) |")
+
+
+def test_an_unknown_lever_is_one_line_before_anything_runs():
+    result = subprocess.run([sys.executable, "-m", "benchmarks.speed", "--suite", "device", "--device", "cpu",
+                             "--levers", "tf32_matmul,warp"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "--levers: warp not a lever; allowed: all or a comma-separated subset of tf32_matmul, cudnn_benchmark, "
+        "bf16_autocast, device_chunk")
 
 
 def test_the_reproducibility_comparison_reports_equality_and_the_largest_difference():
