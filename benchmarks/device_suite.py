@@ -203,7 +203,7 @@ def measure_levers(workload: DeviceWorkload, device: torch.device, repeats: int,
         print(f"device suite: {workload.key}, {path}, lever {lever}", file=sys.stderr, flush=True)
         try:
             results[lever] = measure_path(workload, device, path == "vectorized", repeats, lever)
-        except (RuntimeError, torch.cuda.OutOfMemoryError) as error:
+        except (RuntimeError, ValueError, torch.cuda.OutOfMemoryError) as error:
             results[lever] = {"failed": (str(error).strip().splitlines() or [type(error).__name__])[0]}
         finally:
             if device.type == "cuda":
@@ -296,6 +296,8 @@ def lever_lines(summary: dict) -> list[str]:
             elif "images_per_second" in entry and base:
                 cells.append(f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f}"
                              f"{elsewhere})")
+            elif "images_per_second" in entry:  # its path's own baseline failed: no ratio to give
+                cells.append(f"{number(entry['images_per_second'])} ({path} baseline failed)")
             else:  # results from before the lever existed
                 cells.append("not measured")
         lines.append(f"| {key} | {workload['faster_path']} | " + " | ".join(cells) + " |")

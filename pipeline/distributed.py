@@ -268,7 +268,8 @@ def describe_device(device: torch.device) -> dict:
         "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
-        "chunk_rule": os.environ.get("FEDFORGET_CHUNK", "mmap"),  # pipeline.cohort.chunk_rule: how cohorts stack
+        # how cohorts stacked (pipeline.cohort.chunk_for_round): the device rule applies on CUDA only
+        "chunk_rule": os.environ.get("FEDFORGET_CHUNK", "mmap") if device.type == "cuda" else "mmap",
     })
     return info
 

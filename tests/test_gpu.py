@@ -163,22 +163,28 @@ def test_keyed_draws_do_not_depend_on_the_chunking():
 
 
 def test_the_device_chunk_rule_stacks_the_whole_cohort_and_agrees_in_float64(monkeypatch):
-    # FEDFORGET_CHUNK=device on a real GPU: the small cohort fits in one chunk, and the round (float64, so
-    # that kernel choices by shape do not hide a difference) equals the mmap rule's and one-client chunks'.
-    from pipeline.cohort import CHUNK_RULE_VARIABLE, chunk_for_round
+    # FEDFORGET_CHUNK=device on a real GPU: the round asks the rule (spied on) and stacks the small cohort
+    # whole, and the round (float64, so that kernel choices by shape do not hide a difference) equals one
+    # trained a client at a time.
+    from pipeline.cohort import CHUNK_RULE_VARIABLE
 
-    model = build_model("cnn_mnist", (28, 28, 1), 3, 0).to(CUDA)
-    params = dict(model.named_parameters())
+    chosen = []
+
+    def spy(*args):
+        chosen.append(chunk_for_round(*args))
+        return chosen[-1]
+
+    chunk_for_round = pipeline.rounds.chunk_for_round
+    monkeypatch.setattr(pipeline.rounds, "chunk_for_round", spy)
     monkeypatch.setenv(CHUNK_RULE_VARIABLE, "device")
-    assert chunk_for_round(model, params, (28, 28, 1), 4, CUDA) >= len(SIZES)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
         device_rule = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=None, dtype=torch.float64)[0]
-        monkeypatch.setenv(CHUNK_RULE_VARIABLE, "mmap")
         one_at_a_time = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=1, dtype=torch.float64)[0]
     finally:
         torch.set_default_dtype(previous)
+    assert len(chosen) == 1 and chosen[0] >= len(SIZES)  # asked once (max_chunk=1 skips the rule)
     for (path, left), (_, right) in zip(device_leaves(device_rule), device_leaves(one_at_a_time)):
         torch.testing.assert_close(left, right, rtol=1e-9, atol=1e-12, msg=path)
 

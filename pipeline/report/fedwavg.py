@@ -398,10 +398,11 @@ def table45(runs: dict, published: dict, out_dir: Path) -> tuple[dict, dict]:
         write_table(out_dir, name, f"FedWAvg Table {4 if dataset == 'svhn' else 5}: {dataset_name}, Top and "
                     "Average accuracy", ["method", "2:7 Top", "2:7 Average", "2:3:4 Top", "2:3:4 Average"], rows, notes)
     rows = []
-    best = grid_best(grid)
+    best, shared_tops = grid_best(grid), grid_shared_tops(grid)
     for mu, run in sorted(grid.items()):
         top, average = top_average(run)
-        rows.append([f"{mu:g}" + (" (best)" if mu in best else ""), run.key, accuracy_cell(top, 1),
+        shared_top = f"{shared_tops[mu]:.1f}" if mu in shared_tops else "-"
+        rows.append([f"{mu:g}" + (" (best)" if mu in best else ""), run.key, accuracy_cell(top, 1), shared_top,
                      accuracy_cell(average, 1)])
     if not best:
         choice = f"the tables use μ = {TABLE_MU:g}"
@@ -412,7 +413,7 @@ def table45(runs: dict, published: dict, out_dir: Path) -> tuple[dict, dict]:
                   f"{', '.join(f'{mu:g}' for mu in best)}: pipeline/report/fedwavg.py's TABLE_MU and the "
                   "FedProx runs' mu in params.yaml choose it")
     write_table(out_dir, "table_mu_grid", "FedProx's μ (not given in the paper): the grid on CIFAR-10, 2:7",
-                ["μ", "run", "Top", "Average"], rows,
+                ["μ", "run", "Top", f"Top, {shared_seeds_words(grid)}", "Average"], rows,
                 [choice, "best = the highest Top, the tables' headline, as the mean over the seeds every μ ran "
                  f"({shared_seeds_words(grid)}; ties: every tied μ)",
                  seeds_note(grid and {r.key: r for r in grid.values()})])
@@ -421,16 +422,22 @@ def table45(runs: dict, published: dict, out_dir: Path) -> tuple[dict, dict]:
 
 def grid_best(grid: dict) -> list:
     """The μs of the grid whose Top accuracy is the highest, rounded as the table shows it: the mean over the
-    seeds every μ ran, so that a μ trained on more seeds (the tables' own FedProx run) is compared on the
-    same draws as the others, not on others."""
-    tops = {mu: top_average(run)[0] for mu, run in grid.items()}
+    seeds every μ ran (grid_shared_tops), so that a μ trained on more seeds (the tables' own FedProx run)
+    is compared on the same draws as the others, not on others."""
+    means = grid_shared_tops(grid)
+    return [mu for mu, top in sorted(means.items()) if top == max(means.values())] if means else []
+
+
+def grid_shared_tops(grid: dict) -> dict:
+    """μ -> its Top (%) averaged over the seeds every μ has a value for, rounded to the table's 0.1."""
     shared = shared_seeds(grid)
     means = {}
-    for mu, values in tops.items():
-        kept = [v for s, v in zip(seeds_of(values), values) if s in shared and has_value(v)]
+    for mu, run in grid.items():
+        top = top_average(run)[0]
+        kept = [v for s, v in zip(seeds_of(top), top) if s in shared]
         if kept:
             means[mu] = round(sum(kept) / len(kept), 1)
-    return [mu for mu, top in sorted(means.items()) if top == max(means.values())] if means else []
+    return means
 
 
 def seeds_of(values) -> tuple:
@@ -439,8 +446,11 @@ def seeds_of(values) -> tuple:
 
 
 def shared_seeds(grid: dict) -> list[int]:
-    """The seeds every run of the grid has."""
-    return sorted(set.intersection(*(set(seeds_of(top_average(run)[0])) for run in grid.values()))) if grid else []
+    """The seeds for which every run of the grid has a Top (a diverged seed, or a run with none, is left
+    out rather than averaged over fewer draws)."""
+    with_values = [{s for s, v in zip(seeds_of(top), top) if has_value(v)}
+                   for top in (top_average(run)[0] for run in grid.values())]
+    return sorted(set.intersection(*with_values)) if with_values else []
 
 
 def shared_seeds_words(grid: dict) -> str:
