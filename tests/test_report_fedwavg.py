@@ -425,7 +425,7 @@ def test_the_grids_best_is_the_highest_mean_top_and_keeps_ties():
     # (66 + 64 + 80) / 3 = 70, above 0.001's 65; on seeds 0-1 it is 65, a tie.
     grid[0.01] = run([0.66, 0.1], [0.64, 0.1], [0.8, 0.1])
     assert fedwavg.grid_best(grid) == [0.001, 0.01]
-    assert fedwavg.shared_seeds_words(grid) == "seeds 0, 1"
+    assert fedwavg.seeds_words(fedwavg.grid_shared_tops(grid)[0]) == "seeds 0, 1"
 
 
 def test_freezing_that_helps_by_ten_points_or_more_fails_the_claim(tmp_path):

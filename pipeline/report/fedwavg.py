@@ -398,7 +398,7 @@ def table45(runs: dict, published: dict, out_dir: Path) -> tuple[dict, dict]:
         write_table(out_dir, name, f"FedWAvg Table {4 if dataset == 'svhn' else 5}: {dataset_name}, Top and "
                     "Average accuracy", ["method", "2:7 Top", "2:7 Average", "2:3:4 Top", "2:3:4 Average"], rows, notes)
     rows = []
-    best, shared_tops = grid_best(grid), grid_shared_tops(grid)
+    best, (shared, shared_tops) = grid_best(grid), grid_shared_tops(grid)
     for mu, run in sorted(grid.items()):
         top, average = top_average(run)
         shared_top = f"{shared_tops[mu]:.1f}" if mu in shared_tops else "-"
@@ -413,9 +413,9 @@ def table45(runs: dict, published: dict, out_dir: Path) -> tuple[dict, dict]:
                   f"{', '.join(f'{mu:g}' for mu in best)}: pipeline/report/fedwavg.py's TABLE_MU and the "
                   "FedProx runs' mu in params.yaml choose it")
     write_table(out_dir, "table_mu_grid", "FedProx's μ (not given in the paper): the grid on CIFAR-10, 2:7",
-                ["μ", "run", "Top", f"Top, {shared_seeds_words(grid)}", "Average"], rows,
+                ["μ", "run", "Top", f"Top, {seeds_words(shared)}", "Average"], rows,
                 [choice, "best = the highest Top, the tables' headline, as the mean over the seeds every μ ran "
-                 f"({shared_seeds_words(grid)}; ties: every tied μ)",
+                 f"({seeds_words(shared)}; ties: every tied μ)",
                  seeds_note(grid and {r.key: r for r in grid.values()})])
     return placed, grid
 
@@ -424,43 +424,30 @@ def grid_best(grid: dict) -> list:
     """The μs of the grid whose Top accuracy is the highest, rounded as the table shows it: the mean over the
     seeds every μ ran (grid_shared_tops), so that a μ trained on more seeds (the tables' own FedProx run)
     is compared on the same draws as the others, not on others."""
-    means = grid_shared_tops(grid)
+    _, means = grid_shared_tops(grid)
     return [mu for mu, top in sorted(means.items()) if top == max(means.values())] if means else []
 
 
-def grid_shared_tops(grid: dict) -> dict:
-    """μ -> its Top (%) averaged over the seeds every μ has a value for, rounded to the table's 0.1."""
-    shared = shared_seeds(grid)
-    means = {}
-    for mu, run in grid.items():
-        top = top_average(run)[0]
-        kept = [v for s, v in zip(seeds_of(top), top) if s in shared]
-        if kept:
-            means[mu] = round(sum(kept) / len(kept), 1)
-    return means
+def grid_shared_tops(grid: dict) -> tuple[list[int], dict]:
+    """(the seeds for which every μ has a Top, μ -> its Top (%) averaged over them, rounded to the table's
+    0.1). A diverged seed, or a run with none, is left out rather than averaged over fewer draws."""
+    tops = {mu: top_average(run)[0].by_seed() for mu, run in grid.items()}
+    with_values = [{seed for seed, top in by_seed.items() if has_value(top)} for by_seed in tops.values()]
+    shared = sorted(set.intersection(*with_values)) if with_values else []
+    if not shared:
+        return [], {}
+    return shared, {mu: round(sum(by_seed[s] for s in shared) / len(shared), 1) for mu, by_seed in tops.items()}
 
 
-def seeds_of(values) -> tuple:
-    """The seeds per-seed values came from (their positions where they carry none)."""
-    return getattr(values, "seeds", None) or tuple(range(len(values)))
-
-
-def shared_seeds(grid: dict) -> list[int]:
-    """The seeds for which every run of the grid has a Top (a diverged seed, or a run with none, is left
-    out rather than averaged over fewer draws)."""
-    with_values = [{s for s, v in zip(seeds_of(top), top) if has_value(v)}
-                   for top in (top_average(run)[0] for run in grid.values())]
-    return sorted(set.intersection(*with_values)) if with_values else []
-
-
-def shared_seeds_words(grid: dict) -> str:
-    """'seeds 0-2' / 'seeds 0, 2': the seeds every run of the grid has."""
-    seeds = shared_seeds(grid)
+def seeds_words(seeds: list[int]) -> str:
+    """'seeds 0-2' / 'seeds 0, 2' / 'seed 0' / 'no seed they share'."""
     if not seeds:
         return "no seed they share"
-    if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
         return f"seeds {seeds[0]}-{seeds[-1]}"
-    return "seed " + str(seeds[0]) if len(seeds) == 1 else "seeds " + ", ".join(map(str, seeds))
+    return "seeds " + ", ".join(map(str, seeds))
 
 
 def late_average(run: SeededRun) -> PerSeed:
