@@ -33,6 +33,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from unittest import mock
 
 import torch
 
@@ -130,20 +131,6 @@ def autocast_bf16(device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
-@contextlib.contextmanager
-def environment(name: str, value: str):
-    """Set an environment variable for the block, then put it back."""
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = before
-
-
 # lever -> a context for the timed rounds, given the device
 LEVERS = {
     "tf32_matmul": lambda device: backend_flags(torch.backends.cuda.matmul, allow_tf32=True),
@@ -151,7 +138,7 @@ LEVERS = {
     "bf16_autocast": autocast_bf16,
     # the cohort stacked by the device-memory rule instead of the mmap rule (pipeline.cohort.chunk_for_round;
     # on the vectorized path it stacks every client of these workloads at once)
-    "device_chunk": lambda device: environment(CHUNK_RULE_VARIABLE, "device"),
+    "device_chunk": lambda device: mock.patch.dict(os.environ, {CHUNK_RULE_VARIABLE: "device"}),
 }
 
 

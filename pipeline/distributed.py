@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from pipeline.cohort import chunk_rule
 from pipeline.errors import UserError
 
 LAUNCH_VARIABLE = "FEDFORGET_TORCHRUN"  # torchrun's options; set, the train command relaunches itself under it
@@ -269,7 +270,7 @@ def describe_device(device: torch.device) -> dict:
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         # how cohorts stacked (pipeline.cohort.chunk_for_round): the device rule applies on CUDA only
-        "chunk_rule": os.environ.get("FEDFORGET_CHUNK", "mmap") if device.type == "cuda" else "mmap",
+        "chunk_rule": chunk_rule() if device.type == "cuda" else "mmap",
     })
     return info
 
