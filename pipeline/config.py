@@ -187,6 +187,28 @@ def check_runs(params):
         problems += check_id("runs", key)
         found = check_run(f"runs.{key}", settings, params)
         problems += found or scaled_conflicts(f"runs.{key}", settings, params)
+    return problems or confirmation_problems(runs)
+
+
+def confirmation_problems(runs: dict) -> list[str]:
+    """A confirmatory sample (runs.confirmed_run) in a profile without the run it confirms, or sharing a
+    seed with it there: its verdict would not be one on fresh seeds beside the run's own."""
+    problems = []
+    for key, run in runs.items():
+        target = (run.get("confirms") or {}).get("run")
+        if target is None:
+            continue
+        theirs = profile_views(runs[target])
+        for profile, view in profile_views(run).items():
+            if profile not in theirs:
+                problems.append(f"runs.{key}.profiles: {profile} is not allowed; {target}, which it confirms, "
+                                f"is not in the {profile} profile")
+                continue
+            shared = sorted(set(view.get("seeds", RUN_DEFAULTS["seeds"]))
+                            & set(theirs[profile].get("seeds", RUN_DEFAULTS["seeds"])))
+            if shared:
+                problems.append(f"runs.{key}.seeds: {shared} in the {profile} profile are {target}'s; a confirmatory "
+                                "sample takes fresh seeds only")
     return problems
 
 

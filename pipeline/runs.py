@@ -49,7 +49,9 @@ RUN_REQUIRED = ("partition", "model", "algorithm", "rounds", "client_fraction", 
 OPTIMIZERS = ("sgd", "adam")
 EVALUATION_SETS = ("test", "validation", "test_seen_classes")
 PROFILE_BLOCK_KEYS = tuple(block for block in PROFILE_BLOCKS.values() if block)  # "scaled", "gpu_day"
-RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", *PROFILE_BLOCK_KEYS}
+# `confirms` (a confirmatory sample of another run: confirmed_run below) has no default, so that a run
+# without one resolves to the same file as before it existed.
+RUN_KEYS = set(RUN_REQUIRED) | set(RUN_DEFAULTS) | {"profiles", "confirms", *PROFILE_BLOCK_KEYS}
 
 
 def deep_merge(base: dict, overrides: dict) -> dict:
@@ -87,7 +89,45 @@ def expand_templates(params: dict) -> dict:
     runs = params.get("runs")
     if not isinstance(runs, dict):
         return params
-    return {**params, "runs": {key: expanded(f"runs.{key}", run, ()) for key, run in runs.items()}}
+    runs = {key: expanded(f"runs.{key}", run, ()) for key, run in runs.items()}
+    return {**params, "runs": {key: confirmed_run(f"runs.{key}", run, runs) for key, run in runs.items()}}
+
+
+# A confirmatory sample trains another run again on fresh seeds, for the claims named (docs/methodology.md,
+# "A confirmatory sample"): so it may change nothing but the seeds (and where it is run), and no seed of
+# the run it confirms, or its verdict would rest on seeds that were already read.
+CONFIRMATION_KEYS = {"confirms", "seeds", "profiles", "note", *PROFILE_BLOCK_KEYS}
+
+
+def confirmed_run(path: str, entry, runs: dict):
+    """A run with `confirms: {run: <key>, claims: [<claim id>, ...]}`: the settings of the run it confirms,
+    with its own seeds (and profiles); anything else is a one-line error."""
+    if not isinstance(entry, dict) or entry.get("confirms") is None:
+        return entry
+    plan = entry["confirms"]
+    if not isinstance(plan, dict) or set(plan) != {"run", "claims"}:
+        raise UserError(f"{path}.confirms: {plan!r} is not allowed; expected a mapping with `run` (the run it "
+                        "confirms) and `claims` (the claim ids whose verdict it decides)")
+    target, claims = plan["run"], plan["claims"]
+    if not isinstance(target, str) or target not in runs or target == path.split(".", 1)[1]:
+        raise UserError(f"{path}.confirms.run: {target!r} is not another run of params.yaml")
+    if isinstance(runs[target], dict) and runs[target].get("confirms") is not None:
+        raise UserError(f"{path}.confirms.run: {target} is itself a confirmatory sample; name the run it confirms")
+    if not isinstance(claims, list) or not claims or not all(isinstance(c, str) and c for c in claims):
+        raise UserError(f"{path}.confirms.claims: {claims!r} is not allowed; expected a non-empty list of claim ids")
+    extra = sorted(set(entry) - CONFIRMATION_KEYS) + sorted(
+        f"{block}.{k}" for block in PROFILE_BLOCK_KEYS for k in (entry.get(block) or {}) if k != "seeds")
+    if extra:
+        raise UserError(f"{path}: {', '.join(extra)} not allowed in a confirmatory sample; it trains "
+                        f"{target}'s settings and may set only seeds (also under scaled / gpu_day), profiles and note")
+    merged = inherit(runs[target], {k: v for k, v in entry.items() if k not in PROFILE_BLOCK_KEYS})
+    for block in PROFILE_BLOCK_KEYS:
+        if entry.get(block):
+            merged[block] = {**(merged.get(block) or {}), **entry[block]}
+    for profile, block in PROFILE_BLOCKS.items():  # a block also enrols a run (gpu_day): only where it runs
+        if block and "profiles" in entry and profile not in entry["profiles"]:
+            merged.pop(block, None)
+    return merged
 
 
 def inherit(template: dict, own: dict) -> dict:
