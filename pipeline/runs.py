@@ -115,8 +115,11 @@ def confirmed_run(path: str, entry, runs: dict):
         raise UserError(f"{path}.confirms.run: {target} is itself a confirmatory sample; name the run it confirms")
     if not isinstance(claims, list) or not claims or not all(isinstance(c, str) and c for c in claims):
         raise UserError(f"{path}.confirms.claims: {claims!r} is not allowed; expected a non-empty list of claim ids")
-    extra = sorted(set(entry) - CONFIRMATION_KEYS) + sorted(
-        f"{block}.{k}" for block in PROFILE_BLOCK_KEYS for k in (entry.get(block) or {}) if k != "seeds")
+    # A key set to the run's own value changes nothing (and an expanded sample expands to itself).
+    theirs = runs[target]
+    extra = sorted(k for k in set(entry) - CONFIRMATION_KEYS if entry[k] != theirs.get(k)) + sorted(
+        f"{block}.{k}" for block in PROFILE_BLOCK_KEYS for k, v in (entry.get(block) or {}).items()
+        if k != "seeds" and v != (theirs.get(block) or {}).get(k))
     if extra:
         raise UserError(f"{path}: {', '.join(extra)} not allowed in a confirmatory sample; it trains "
                         f"{target}'s settings and may set only seeds (also under scaled / gpu_day), profiles and note")

@@ -58,11 +58,13 @@ def test_an_override_changes_exactly_the_run_it_names(tmp_path, override, run):
     before = resolved_all(REPO / "params.yaml")
     path = overridden(tmp_path, override)
     after = resolved_all(path)
+    # the run and its confirmatory samples, which train its settings on other seeds (runs.confirmed_run)
+    follows = {run} | {key for key, r in load_params(path)["runs"].items() if (r.get("confirms") or {}).get("run") == run}
     for profile in before:
         moved = {key for key in before[profile] if before[profile][key] != after[profile][key]}
         # the paper profile ignores `scaled`, so a scaled key moves the default profile's run only
-        assert moved <= {run}, (profile, moved)
-    assert {key for key in before["default"] if before["default"][key] != after["default"][key]} == {run}
+        assert moved <= follows, (profile, moved)
+    assert {key for key in before["default"] if before["default"][key] != after["default"][key]} == follows
     # and params.yaml changed on the key's lines (its value, a list's items, a new `scaled:` parent for
     # `++`), nowhere else
     leaf = override.split("=", 1)[0].rsplit(".", 1)[1]

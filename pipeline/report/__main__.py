@@ -15,6 +15,7 @@ from pipeline.inputs import PARTITION_RECORDS
 from pipeline.io import write_json, write_text
 from pipeline.papers import PAPERS, TITLES
 from pipeline.report.common import NC, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
+from pipeline.report.confirmation import build_with_confirmations
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
 from pipeline.train import RUNS_DIR  # where the train stage writes each (run, seed); a paper's build() gets its context
 
@@ -248,7 +249,7 @@ def main() -> None:
     # good reports in place, and a figure no longer drawn does not linger.
     with tempfile.TemporaryDirectory(prefix=".staging.", dir=REPORTS_DIR) as staging:
         for name in PAPERS:
-            claims += report_module(name).build(ReportContext(
+            claims += build_with_confirmations(report_module(name), ReportContext(
                 profile, results, published[name], Path(staging) / name, PARTITION_RECORDS,
                 frozenset(grid["partitions"])))
             built.append((name, TITLES[name], REPORTS_DIR / name))

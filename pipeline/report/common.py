@@ -274,7 +274,11 @@ class ReportContext:
     built_partitions: frozenset[str]  # the partitions the profile builds (grid.yaml)
 
     def runs_of(self, paper: str) -> dict[str, SeededRun]:
-        return {key: run for key, run in self.results.items() if run.paper == paper}
+        """The paper's runs. A confirmatory sample (a run with `confirms`) is one only where it stands in for
+        the run it confirms, under that run's key (report/confirmation.py): tables and the other claims never
+        read its seeds."""
+        return {key: run for key, run in self.results.items()
+                if run.paper == paper and (not run.settings.get("confirms") or key != run.key)}
 
 
 # ---------------------------------------------------------------- cells
@@ -405,18 +409,21 @@ class Claim:
     comparisons: list[Comparison] = field(default_factory=list)  # what decided it (tests, power)
     unit: str = ""  # of the compared values, for the power line ("rounds", "points")
     one_failure_fails: bool = True  # its comparisons are combined by `combine` (see claim_power)
+    sample: str = ""  # "" or, where a confirmatory sample decided it, which (report/confirmation.py)
 
     @property
     def test(self) -> str:
-        """Which test decided the claim's comparisons (paired t, Welch t, or — for none)."""
-        return deciding_tests(self.comparisons)
+        """Which test decided the claim's comparisons (paired t, Welch t, or — for none), and on which sample."""
+        return deciding_tests(self.comparisons) + (f" ({self.sample})" if self.sample else "")
 
     @property
     def power(self) -> str:
-        """For an undecided claim: what would decide it (claim_power); "" otherwise."""
+        """For an undecided claim: what would decide it (claim_power); "" otherwise. After a confirmatory
+        sample it is said, not planned: there is no second one (docs/methodology.md)."""
         if self.status != "inconclusive":
             return ""
-        return claim_power(self.comparisons, self.unit, self.one_failure_fails) or "no comparison to measure (see our numbers)"
+        line = claim_power(self.comparisons, self.unit, self.one_failure_fails) or "no comparison to measure (see our numbers)"
+        return f"after its confirmatory sample, which stays its last: {line}" if self.sample else line
 
 
 def not_run_claim(paper: str, claim_id: str, text: str, published: str, results: dict, keys) -> Claim | None:

@@ -129,6 +129,15 @@ def close(a, b) -> bool:
 
 def table1(runs: dict, published: dict, out_dir: Path, profile: str) -> dict:
     """Ours beside the published numbers, per dataset and lr; returns {(dataset, method): {lr: values}}."""
+    rows, ours = table1_rows(runs, published)
+    header = ["dataset", "client lr"] + [f"{LABELS[m]} {side}" for m in TABLE_METHODS for side in ("ours", "published")]
+    write_table(out_dir, "table1", "TCE appendix Table 1: accuracy by client learning rate", header, rows,
+                table1_notes(runs, profile))
+    return ours
+
+
+def table1_rows(runs: dict, published: dict) -> tuple[list[list[str]], dict]:
+    """Table 1's rows, and ours by (dataset, method) and lr (what Table 2 and the claims read)."""
     paper_lrs = [float(x) for x in published["table1"]["lrs"]]
     ours: dict = {}
     rows = []
@@ -145,7 +154,10 @@ def table1(runs: dict, published: dict, out_dir: Path, profile: str) -> dict:
                 paper_cell = printed[paper_lrs.index(lr)] if lr in paper_lrs else "—"
                 row += [cell(values), paper_cell]
             rows.append(row)
-    header = ["dataset", "client lr"] + [f"{LABELS[m]} {side}" for m in TABLE_METHODS for side in ("ours", "published")]
+    return rows, ours
+
+
+def table1_notes(runs: dict, profile: str) -> list[str]:
     notes = [f"profile: {profile}; accuracy = each seed's mean test accuracy over its last 5 evaluated rounds "
              "(fraction; the paper prints the last model's, one evaluation), mean ± sd over seeds "
              "(n = seeds); published: the paper's Table 1 as transcribed in pipeline/report/published.yaml",
@@ -164,8 +176,7 @@ def table1(runs: dict, published: dict, out_dir: Path, profile: str) -> dict:
                      "chosen so that FedAvg gets within reach of the same model's centralised accuracy "
                      "(docs/papers/tce.md); their accuracies are not comparable with the published ones, only "
                      "the comparisons between methods are")
-    write_table(out_dir, "table1", "TCE appendix Table 1: accuracy by client learning rate", header, rows, notes)
-    return ours
+    return notes
 
 
 def within(means: dict, points: float) -> tuple[float | None, float | None, list]:
@@ -766,10 +777,21 @@ def margin_comparison(first, second) -> Comparison:
     return compare(in_points(first), in_points(second))
 
 
+def tce_runs(context: ReportContext) -> dict:
+    return {k: v for k, v in context.runs_of(PAPER).items() if method_of(v.settings) is not None}
+
+
+def claims_of(context: ReportContext) -> list[Claim]:
+    """The claims alone, nothing written (report/confirmation.py builds them again on a confirmatory sample)."""
+    runs = tce_runs(context)
+    return claims(runs, context.published, table1_rows(runs, context.published)[1],
+                  {axis: sweep(runs, axis) for axis in ("alpha", "C")})
+
+
 def build(context: ReportContext) -> list[Claim]:
     out_dir, published = context.out_dir, context.published
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = {k: v for k, v in context.runs_of(PAPER).items() if method_of(v.settings) is not None}
+    runs = tce_runs(context)
     ours = table1(runs, published, out_dir, context.profile)
     table2(ours, published, out_dir)
     figure2(runs, out_dir)
