@@ -149,3 +149,16 @@ def test_a_sample_naming_a_claim_the_report_does_not_make_is_one_line(tmp_path):
         build_with_confirmations(tce, report_context(tmp_path, "tce", bn_runs(claims=["tce_typo"]), PUBLISHED))
     assert str(error.value).startswith("runs.fedavg_bn_confirm, tce_bn_confirm: confirms claim 'tce_typo', which "
                                        "the tce report does not make; expected one of ")
+
+
+def test_a_sample_not_yet_trained_or_on_other_seeds_leaves_the_first_verdict(tmp_path):
+    runs = bn_runs()
+    runs["tce_bn_confirm"].wanted = [8, 9, 10, 11, 12]  # the grid asks for seed 12, which has no results yet
+    claim = {c.id: c for c in build_with_confirmations(tce, report_context(tmp_path, "tce", runs, PUBLISHED))}[BN_CLAIM]
+    assert claim.status == "held" and claim.seeds == "3 vs 3" and not claim.sample
+    assert claim.evidence.endswith("cannot decide it yet: tce_bn_confirm: seeds 12 not trained")
+    runs = bn_runs()
+    runs["fedavg_bn_confirm"].results.pop()
+    claim = {c.id: c for c in build_with_confirmations(tce, report_context(tmp_path, "tce", runs, PUBLISHED))}[BN_CLAIM]
+    assert claim.status == "held" and claim.evidence.endswith(
+        "its runs have different seeds: fedavg_bn_confirm: 8-10; tce_bn_confirm: 8-11")

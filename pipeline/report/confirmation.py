@@ -41,6 +41,26 @@ def confirmed(first: Claim, sample: Claim, runs: dict[str, SeededRun]) -> Claim:
     return dataclasses.replace(sample, evidence=evidence, sample=f"confirmatory sample, seeds {seeds_words(seeds)}")
 
 
+def incomplete(runs: dict[str, SeededRun]) -> str:
+    """Why a sample cannot decide yet ("" when it can): a seed not trained, or runs on different seeds (a
+    comparison would no longer pair them)."""
+    missing = {r.key: r.missing_seeds for r in runs.values() if r.missing_seeds}
+    if missing:
+        return "; ".join(f"{key}: seeds {seeds_words(seeds)} not trained" for key, seeds in sorted(missing.items()))
+    seed_lists = {tuple(r.seeds) for r in runs.values()}
+    if len(seed_lists) > 1:
+        return "its runs have different seeds: " + "; ".join(
+            f"{r.key}: {seeds_words(r.seeds)}" for r in sorted(runs.values(), key=lambda r: r.key))
+    return ""
+
+
+def pending(first: Claim, runs: dict[str, SeededRun], why: str) -> Claim:
+    """The claim on its runs' own seeds, saying that its sample cannot decide it yet."""
+    return dataclasses.replace(first, evidence=f"{first.evidence}. Its confirmatory sample "
+                                               f"({', '.join(sorted(r.key for r in runs.values()))}) cannot decide "
+                                               f"it yet: {why}")
+
+
 def build_with_confirmations(module, context: ReportContext) -> list[Claim]:
     """module.build(context) (tables, figures, claims), each claim that a sample confirms decided again on
     it by module.claims_of (the same claims, nothing written)."""
@@ -63,6 +83,10 @@ def build_with_confirmations(module, context: ReportContext) -> list[Claim]:
         runs = planned.get(claim.id)
         if runs is None:
             out.append(claim)
+            continue
+        why = incomplete(runs)
+        if why:
+            out.append(pending(claim, runs, why))
             continue
         swapped = dataclasses.replace(context, results={**context.results, **runs})
         (sample,) = [c for c in module.claims_of(swapped) if c.id == claim.id]
