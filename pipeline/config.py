@@ -192,12 +192,18 @@ def check_runs(params):
 
 def confirmation_problems(runs: dict) -> list[str]:
     """A confirmatory sample (runs.confirmed_run) in a profile without the run it confirms, or sharing a
-    seed with it there: its verdict would not be one on fresh seeds beside the run's own."""
-    problems = []
+    seed with it there: its verdict would not be one on fresh seeds beside the run's own. And a second
+    sample of one run for one claim: a claim gets one (docs/methodology.md)."""
+    problems, first_sample = [], {}
     for key, run in runs.items():
         target = (run.get("confirms") or {}).get("run")
         if target is None:
             continue
+        for claim in run["confirms"]["claims"]:
+            if (target, claim) in first_sample:
+                problems.append(f"runs.{key}.confirms: a second sample of {target} for claim {claim!r} (the first: "
+                                f"{first_sample[target, claim]}); a claim gets one")
+            first_sample.setdefault((target, claim), key)
         theirs = profile_views(runs[target])
         for profile, view in profile_views(run).items():
             if profile not in theirs:
@@ -337,6 +343,11 @@ def main(argv=None) -> None:
     parser.add_argument("--params", type=Path, default=PARAMS_FILE)
     args = parser.parse_args(argv)
     params = load_checked_params(args.params)
+    from pipeline.report.confirmation import sample_problems  # the reports' claim ids: imported only here
+
+    problems = sample_problems(params)
+    if problems:
+        raise UserError("\n".join(problems))
     grid = derive_grid(params)
     for warning in check_warnings(params):
         print(f"warning: {warning}", file=sys.stderr)

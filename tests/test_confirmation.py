@@ -4,6 +4,7 @@ reports, with every other claim and the tables left on the run's own seeds."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 
@@ -11,7 +12,7 @@ from pipeline.config import check_params, load_params
 from pipeline.errors import UserError
 from pipeline.report import tce
 from pipeline.report.common import SeededRun
-from pipeline.report.confirmation import build_with_confirmations
+from pipeline.report.confirmation import build_with_confirmations, sample_problems
 from pipeline.runs import expand_templates, resolve_run
 
 from test_report import report_context
@@ -30,7 +31,7 @@ def params_with(**samples) -> dict:
     return raw
 
 
-def sample(run: str, claims=("tce_gn_beats_fedavg_cifar10",), **extra) -> dict:
+def sample(run: str, claims=("tce_less_forgetting",), **extra) -> dict:  # a claim no committed sample names
     return {"confirms": {"run": run, "claims": list(claims)}, "profiles": ["default"],
             "scaled": {"seeds": [40, 41, 42]}, **extra}
 
@@ -77,15 +78,6 @@ def test_a_seed_the_run_already_has_is_refused_per_profile():
     params = expand_templates(params_with(s={**sample("tce_cifar10_tce_gn"), "profiles": ["default", "paper"]}))
     assert check_params(params) == ["runs.s.seeds: [0, 1, 2] in the paper profile are tce_cifar10_tce_gn's; a "
                                     "confirmatory sample takes fresh seeds only"]
-
-
-def test_the_committed_samples_are_fresh_and_as_many_as_planned():
-    samples = {k: r for k, r in BASE["runs"].items() if r.get("confirms")}
-    assert len(samples) == 6
-    for key, run in samples.items():
-        seeds = run["scaled"]["seeds"]
-        assert min(seeds) == 8 and seeds == list(range(8, 8 + len(seeds)))
-        assert len(seeds) == (16 if "_bn_" in key else 24), key  # the power lines asked 16, 24, 18 (paired: 24)
 
 
 # ---------------------------------------------------------------- the reports
@@ -162,3 +154,89 @@ def test_a_sample_not_yet_trained_or_on_other_seeds_leaves_the_first_verdict(tmp
     claim = {c.id: c for c in build_with_confirmations(tce, report_context(tmp_path, "tce", runs, PUBLISHED))}[BN_CLAIM]
     assert claim.status == "held" and claim.evidence.endswith(
         "its runs have different seeds: fedavg_bn_confirm: 8-10; tce_bn_confirm: 8-11")
+
+
+# TCE's margin at C = 0.05 against C = 0.1 reads four runs; its sample has all four. On the sample's seeds 8-11
+# the margins (points) are 4, 5, 3, 6 at C = 0.05 and 1, 1.5, 1, 2 at C = 0.1; on the runs' own seeds 0-2 they
+# are equal (2, 2, 2 against 2, 2, 2.5: inconclusive).
+def c_runs(with_c005_sample: bool = True) -> dict:
+    def run(key, loss, finals, fraction, seeds, sample_of=None):
+        made = seeded(key, loss, "group", 0.1, finals, seeds=seeds, probe_rounds=() if fraction != 0.1 else (1, 20, 28, 40))
+        for result in made.results:
+            result.settings["client_fraction"] = fraction
+        return as_sample(made, key, sample_of, ["tce_margin_C"]) if sample_of else made
+
+    runs = {"ce": run("ce", "ce", [0.50, 0.52, 0.54], 0.1, [0, 1, 2]),
+            "tce": run("tce", "tce", [0.52, 0.54, 0.565], 0.1, [0, 1, 2]),
+            "ce05": run("ce05", "ce", [0.40, 0.42, 0.44], 0.05, [0, 1, 2]),
+            "tce05": run("tce05", "tce", [0.42, 0.44, 0.46], 0.05, [0, 1, 2]),
+            "ce_confirm": run("ce_confirm", "ce", [0.50, 0.51, 0.52, 0.53], 0.1, FRESH[:4], "ce"),
+            "tce_confirm": run("tce_confirm", "tce", [0.51, 0.525, 0.53, 0.55], 0.1, FRESH[:4], "tce")}
+    if with_c005_sample:
+        runs["ce05_confirm"] = run("ce05_confirm", "ce", [0.40, 0.40, 0.41, 0.41], 0.05, FRESH[:4], "ce05")
+        runs["tce05_confirm"] = run("tce05_confirm", "tce", [0.44, 0.45, 0.44, 0.47], 0.05, FRESH[:4], "tce05")
+    return runs
+
+
+def margin_claim(tmp_path, runs, samples=None):
+    context = report_context(tmp_path, "tce", runs, PUBLISHED)
+    context = dataclasses.replace(context, samples=samples or {})
+    return {c.id: c for c in build_with_confirmations(tce, context)}["tce_margin_C"]
+
+
+def test_the_margin_claim_is_decided_on_all_four_runs_samples_paired_by_seed(tmp_path):
+    claim = margin_claim(tmp_path, c_runs())
+    (comparison,) = claim.comparisons
+    assert comparison.p == pytest.approx(p_paired([4 - 1, 5 - 1.5, 3 - 1, 6 - 2]), rel=1e-6)
+    assert claim.status == "held" and claim.seeds == "4 vs 4" and claim.test.endswith("(confirmatory sample, seeds 8-11)")
+    assert "Before it, on the runs' own seeds (3 vs 3): inconclusive" in claim.evidence
+
+
+def test_a_planned_sample_without_results_leaves_the_first_verdict(tmp_path):
+    planned = {"ce05_confirm": {"run": "ce05", "claims": ["tce_margin_C"]},
+               "tce05_confirm": {"run": "tce05", "claims": ["tce_margin_C"]}}
+    claim = margin_claim(tmp_path, c_runs(with_c005_sample=False), planned)
+    assert claim.status == "inconclusive" and claim.seeds == "3 vs 3" and not claim.sample
+    assert claim.evidence.endswith("cannot decide it yet: ce05_confirm, tce05_confirm not trained")
+
+
+def test_a_second_sample_for_one_claim_is_refused(tmp_path):
+    runs = bn_runs()
+    again = seeded("again", "tce", "batch", 0.1, SAMPLE["tce_bn"], seeds=[40, 41, 42, 43])
+    runs["again"] = as_sample(again, "again", "tce_bn", [BN_CLAIM])
+    with pytest.raises(UserError, match=r"^runs.tce_bn_confirm.confirms: a second sample of tce_bn for claim "
+                                        r"'tce_bn_beats_fedavg_bn_cifar10' \(the first: again\); a claim gets one$"):
+        build_with_confirmations(tce, report_context(tmp_path, "tce", runs, PUBLISHED))
+    params = expand_templates(params_with(s=sample("tce_cifar10_tce_gn"),
+                                          t={**sample("tce_cifar10_tce_gn"), "scaled": {"seeds": [50]}}))
+    assert check_params(params) == ["runs.t.confirms: a second sample of tce_cifar10_tce_gn for claim "
+                                    "'tce_less_forgetting' (the first: s); a claim gets one"]
+
+
+def test_claims_of_makes_the_claims_build_makes(tmp_path):
+    runs = {k: v for k, v in c_runs().items() if not k.endswith("_confirm")}
+    context = report_context(tmp_path, "tce", runs, PUBLISHED)
+    built, alone = tce.build(context), tce.claims_of(context)
+    assert [(c.id, c.status, c.evidence, c.seeds) for c in built] == [(c.id, c.status, c.evidence, c.seeds) for c in alone]
+
+
+def test_a_misspelt_claim_id_is_found_by_config_check():
+    params = load_params(ROOT / "params.yaml")
+    assert sample_problems(params) == []
+    params["runs"]["tce_cifar10_tce_gn_confirm"]["confirms"]["claims"] = ["tce_margin_c"]
+    (line,) = sample_problems(params)
+    assert line.startswith("runs.tce_cifar10_tce_gn_confirm.confirms.claims: 'tce_margin_c' is not a claim of the "
+                           "tce report; expected one of ") and "tce_margin_C" in line
+
+
+def test_the_committed_plan_is_pinned():
+    """The plan of 2026-11-27 (docs/methodology.md): which claims each sample decides. Changing it after the
+    samples were read would bring an earlier verdict back, or move a sample onto another claim."""
+    plan = {k: (r["confirms"]["run"], r["confirms"]["claims"]) for k, r in BASE["runs"].items() if r.get("confirms")}
+    both = ["tce_gn_beats_fedavg_cifar10", "tce_margin_C"]
+    assert plan == {"tce_cifar10_tce_gn_confirm": ("tce_cifar10_tce_gn", both),
+                    "tce_cifar10_fedavg_gn_confirm": ("tce_cifar10_fedavg_gn", both),
+                    "tce_c0p05_tce_gn_confirm": ("tce_c0p05_tce_gn", ["tce_margin_C"]),
+                    "tce_c0p05_fedavg_gn_confirm": ("tce_c0p05_fedavg_gn", ["tce_margin_C"]),
+                    "tce_cifar10_tce_bn_confirm": ("tce_cifar10_tce_bn", [BN_CLAIM]),
+                    "tce_cifar10_fedavg_bn_confirm": ("tce_cifar10_fedavg_bn", [BN_CLAIM])}

@@ -237,6 +237,12 @@ def replace_folder(new: Path, old: Path) -> None:
 
 
 @exit_on_user_error
+def planned_samples(params: dict, grid: dict) -> dict[str, dict]:
+    """The profile's confirmatory samples, trained or not: {run: its `confirms`}."""
+    return {key: run["confirms"] for key, run in params["runs"].items()
+            if run.get("confirms") and key in grid["run_ids"]}
+
+
 def main() -> None:
     params = load_checked_params()
     profile = params["profile"]
@@ -251,7 +257,7 @@ def main() -> None:
         for name in PAPERS:
             claims += build_with_confirmations(report_module(name), ReportContext(
                 profile, results, published[name], Path(staging) / name, PARTITION_RECORDS,
-                frozenset(grid["partitions"])))
+                frozenset(grid["partitions"]), planned_samples(params, grid)))
             built.append((name, TITLES[name], REPORTS_DIR / name))
         for name in PAPERS:
             replace_folder(Path(staging) / name, REPORTS_DIR / name)

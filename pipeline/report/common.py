@@ -272,6 +272,8 @@ class ReportContext:
     out_dir: Path  # this paper's report folder
     partition_records: Path  # reports/partitions: each partition's label_counts.json
     built_partitions: frozenset[str]  # the partitions the profile builds (grid.yaml)
+    # the confirmatory samples the profile plans, trained or not: {sample run: its `confirms`} (params.yaml)
+    samples: Mapping[str, dict] = field(default_factory=dict)
 
     def runs_of(self, paper: str) -> dict[str, SeededRun]:
         """The paper's runs. A confirmatory sample (a run with `confirms`) is one only where it stands in for

@@ -9,19 +9,31 @@ every other claim read R's own seeds only (ReportContext.runs_of).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.report.common import Claim, ReportContext, SeededRun
+from pipeline.report.seeds import EXACT_UNPAIRED, WELCH
 
 
-def plans(context: ReportContext, paper: str) -> dict[str, dict[str, SeededRun]]:
-    """claim id -> {the run it confirms: its sample}, for the paper's samples that have results."""
-    planned: dict[str, dict[str, SeededRun]] = {}
-    for run in context.results.values():
-        plan = run.settings.get("confirms")
-        if run.paper == paper and plan:
-            for claim_id in plan["claims"]:
-                planned.setdefault(claim_id, {})[plan["run"]] = run
+def plans(context: ReportContext, paper: str) -> dict[str, dict[str, SeededRun | str]]:
+    """claim id -> {the run it confirms: its sample, or the sample's key where it has no results yet}, for the
+    paper's samples: those with results, and those the profile plans (context.samples). Two samples of one run
+    for one claim are an error: there is one sample a claim (docs/methodology.md)."""
+    found = {run.key: (run.settings["confirms"], run) for run in context.results.values()
+             if run.paper == paper and run.settings.get("confirms")}
+    papers = {run.key: run.paper for run in context.results.values()}
+    for key, plan in context.samples.items():
+        if key not in found and papers.get(plan["run"]) == paper:
+            found[key] = (plan, key)
+    planned: dict[str, dict[str, SeededRun | str]] = {}
+    for key, (plan, sample) in sorted(found.items()):
+        for claim_id in plan["claims"]:
+            other = planned.setdefault(claim_id, {}).get(plan["run"])
+            if other is not None:
+                raise UserError(f"runs.{key}.confirms: a second sample of {plan['run']} for claim {claim_id!r} (the "
+                                f"first: {other if isinstance(other, str) else other.key}); a claim gets one")
+            planned[claim_id][plan["run"]] = sample
     return planned
 
 
@@ -41,23 +53,40 @@ def confirmed(first: Claim, sample: Claim, runs: dict[str, SeededRun]) -> Claim:
     return dataclasses.replace(sample, evidence=evidence, sample=f"confirmatory sample, seeds {seeds_words(seeds)}")
 
 
-def incomplete(runs: dict[str, SeededRun]) -> str:
-    """Why a sample cannot decide yet ("" when it can): a seed not trained, or runs on different seeds (a
-    comparison would no longer pair them)."""
-    missing = {r.key: r.missing_seeds for r in runs.values() if r.missing_seeds}
+def incomplete(runs: dict[str, SeededRun | str]) -> str:
+    """Why a sample cannot decide yet ("" when it can): a run or seed not trained, or runs on different seeds
+    (a comparison would no longer pair them)."""
+    untrained = sorted(r for r in runs.values() if isinstance(r, str))
+    if untrained:
+        return f"{', '.join(untrained)} not trained"
+    trained = [r for r in runs.values() if isinstance(r, SeededRun)]
+    missing = {r.key: r.missing_seeds for r in trained if r.missing_seeds}
     if missing:
         return "; ".join(f"{key}: seeds {seeds_words(seeds)} not trained" for key, seeds in sorted(missing.items()))
-    seed_lists = {tuple(r.seeds) for r in runs.values()}
+    seed_lists = {tuple(r.seeds) for r in trained}
     if len(seed_lists) > 1:
         return "its runs have different seeds: " + "; ".join(
-            f"{r.key}: {seeds_words(r.seeds)}" for r in sorted(runs.values(), key=lambda r: r.key))
+            f"{r.key}: {seeds_words(r.seeds)}" for r in sorted(trained, key=lambda r: r.key))
     return ""
 
 
-def pending(first: Claim, runs: dict[str, SeededRun], why: str) -> Claim:
-    """The claim on its runs' own seeds, saying that its sample cannot decide it yet."""
+def unpaired(sample: Claim) -> str:
+    """Why the sample's claim did not compare its runs seed by seed ("" when every comparison did): a claim
+    that reads a run the sample does not cover would set the sample against seeds already read."""
+    tests = {c.test for c in sample.comparisons}
+    if tests & {WELCH, EXACT_UNPAIRED}:
+        return "a comparison does not pair on the sample's seeds (a run of the claim has no sample?)"
+    return ""
+
+
+def key_of(run: SeededRun | str) -> str:
+    return run if isinstance(run, str) else run.key
+
+
+def pending(first: Claim, runs: dict[str, SeededRun | str], why: str) -> Claim:
+    """The claim on its runs' own seeds, saying that its sample cannot decide it (yet)."""
     return dataclasses.replace(first, evidence=f"{first.evidence}. Its confirmatory sample "
-                                               f"({', '.join(sorted(r.key for r in runs.values()))}) cannot decide "
+                                               f"({', '.join(sorted(key_of(r) for r in runs.values()))}) cannot decide "
                                                f"it yet: {why}")
 
 
@@ -72,23 +101,55 @@ def build_with_confirmations(module, context: ReportContext) -> list[Claim]:
     ids = [c.id for c in claims]
     for claim_id, runs in planned.items():
         if claim_id not in ids:
-            names = ", ".join(sorted(r.key for r in runs.values()))
+            names = ", ".join(sorted(key_of(r) for r in runs.values()))
             raise UserError(f"runs.{names}: confirms claim {claim_id!r}, which the {paper} report does not make; "
                             f"expected one of {', '.join(ids)}")
         if not hasattr(module, "claims_of"):
-            raise UserError(f"runs.{next(iter(runs.values())).key}: the {paper} report cannot read a confirmatory "
-                            "sample yet (it has no claims_of)")
+            raise UserError(f"runs.{key_of(next(iter(runs.values())))}: the {paper} report cannot read a "
+                            "confirmatory sample yet (it has no claims_of)")
     out = []
     for claim in claims:
         runs = planned.get(claim.id)
-        if runs is None:
-            out.append(claim)
-            continue
-        why = incomplete(runs)
-        if why:
-            out.append(pending(claim, runs, why))
+        why = incomplete(runs) if runs is not None else ""
+        if runs is None or why:
+            out.append(claim if runs is None else pending(claim, runs, why))
             continue
         swapped = dataclasses.replace(context, results={**context.results, **runs})
         (sample,) = [c for c in module.claims_of(swapped) if c.id == claim.id]
-        out.append(confirmed(claim, sample, runs))
+        why = unpaired(sample)
+        out.append(pending(claim, runs, why) if why else confirmed(claim, sample, runs))
     return out
+
+
+def claim_ids(paper: str, published: dict) -> list[str] | None:
+    """The ids of the claims a paper's report makes (None: its report cannot read a sample): its claims_of on
+    no runs, where every claim is "not run" but named."""
+    import importlib
+
+    module = importlib.import_module(f"pipeline.report.{paper}")
+    if not hasattr(module, "claims_of"):
+        return None
+    empty = ReportContext("default", {}, published, Path("."), Path("."), frozenset())
+    return [c.id for c in module.claims_of(empty)]
+
+
+def sample_problems(params: dict) -> list[str]:
+    """One line for each claim a sample names that its run's paper does not make (what `config --check` adds,
+    so that a misspelt id is found before the sample trains, not at the report)."""
+    import yaml
+
+    published = yaml.safe_load(Path(__file__).with_name("published.yaml").read_text())
+    problems = []
+    for key, run in params["runs"].items():
+        plan = run.get("confirms")
+        if not plan:
+            continue
+        paper = run.get("paper")
+        ids = claim_ids(paper, published[paper]) if paper in published else None
+        if ids is None:
+            problems.append(f"runs.{key}.confirms: the report of {paper or 'a run of no paper'} cannot read a "
+                            "confirmatory sample (it has no claims_of)")
+            continue
+        problems += [f"runs.{key}.confirms.claims: {c!r} is not a claim of the {paper} report; expected one of "
+                     f"{', '.join(ids)}" for c in plan["claims"] if c not in ids]
+    return problems

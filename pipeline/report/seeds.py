@@ -67,9 +67,9 @@ RULE = (
     f"the claimed side's fewest possible count exceeds the other's most, failed when its most cannot. The seeds column gives each side's n. For an undecided claim the power column gives the "
     f"observed effect, its sd over seeds and the seeds a side that would decide it at {POWER:.0%} power "
     f"(two-sided, α = {ALPHA:g}; the noncentral t), or why no number of seeds decides it at this scale. "
-    "Where the test column says **confirmatory sample**, the claim was left open by its runs' own seeds and "
-    "is decided on fresh seeds planned for it from that power line, on those alone, once "
-    "(docs/methodology.md#a-confirmatory-sample); the evidence gives the earlier verdict beside it."
+    "Where the test column says **confirmatory sample**, the claim's runs were trained again on fresh seeds, "
+    "at least as many as its power line asked when its own seeds left it open, and it is decided on those "
+    "alone, once (docs/methodology.md#a-confirmatory-sample); the evidence gives the earlier verdict beside it."
 )
 
 
