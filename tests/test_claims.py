@@ -213,3 +213,23 @@ def test_every_test_the_rule_applies_is_the_one_the_ledger_states():
     assert cases["p = 2/2^n paired"].p == pytest.approx(2 / 2 ** 6)
     assert cases["2/C(n1 + n2, n1) unpaired"].p == pytest.approx(2 / math.comb(8, 4))
     assert f"p < {ALPHA:g}" in RULE and f"last {K_LAST} evaluated rounds" in RULE
+
+
+def test_the_ledgers_baseline_is_the_committed_ledger_of_its_commit():
+    """claims.md sets its totals beside the ledger of 2026-11-25 (report/__main__.BASELINE); that ledger's
+    own totals line, read from git, must say the same (skipped where the clone has no such history)."""
+    import subprocess
+    from pathlib import Path
+
+    from pipeline.report.__main__ import BASELINE
+
+    repo = Path(__file__).resolve().parents[1]
+    shown = subprocess.run(["git", "show", f"{BASELINE['commit']}:reports/claims.md"], cwd=repo,
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.skip(f"commit {BASELINE['commit']} is not in this clone's history")
+    (totals,) = [line for line in shown.stdout.splitlines() if line.startswith("Totals: ")]
+    assert totals == "Totals: " + ", ".join(f"{n} {s}" for s, n in BASELINE["totals"].items())
+    committed = (repo / "reports" / "claims.md").read_text()
+    assert "Before the verdict work (2026-11-25, commit 47cf22b0): 8 held, 3 failed, 23 inconclusive, 13 not run; " \
+           "decided: 11 of the 34 claims it ran" in committed

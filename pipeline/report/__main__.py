@@ -35,6 +35,12 @@ def decided_share(claims: list) -> tuple[int, int]:
     return sum(c.status in ("held", "failed") for c in run), len(run)
 
 
+# The ledger of the default profile when the verdicts issue (37) was filed, 2026-11-25, commit 47cf22b0
+# (`git show 47cf22b0:reports/claims.md`): what the current totals are set beside.
+BASELINE = {"date": "2026-11-25", "commit": "47cf22b0",
+            "totals": {"held": 8, "failed": 3, "inconclusive": 23, "not run": 13}}
+
+
 def claims_markdown(claims: list, profile: str) -> str:
     lines = ["# Claims ledger", "", f"Profile: **{profile}**. Each claim a paper makes, checked on our numbers: "
              "held, failed, inconclusive (our seeds do not separate the two sides) or not run (with why).", "",
@@ -48,6 +54,12 @@ def claims_markdown(claims: list, profile: str) -> str:
     lines += ["", "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items())
               + f"; decided: {decided} of the {run} claims this profile runs"
               + (f" ({decided / run:.0%})" if run else "")]
+    if profile == "default":
+        before = BASELINE["totals"]
+        lines += ["", f"Before the verdict work ({BASELINE['date']}, commit {BASELINE['commit']}): "
+                  + ", ".join(f"{n} {s}" for s, n in before.items())
+                  + f"; decided: {before['held'] + before['failed']} of the {sum(before.values()) - before['not run']} "
+                    "claims it ran"]
     return "\n".join(lines) + "\n"
 
 
