@@ -200,6 +200,18 @@ def test_a_planned_sample_without_results_leaves_the_first_verdict(tmp_path):
     assert claim.evidence.endswith("cannot decide it yet: ce05_confirm, tce05_confirm not trained")
 
 
+def test_a_sample_that_does_not_cover_every_run_of_the_claim_does_not_decide_it(tmp_path):
+    # only the C = 0.1 pair sampled: the margin at C = 0.05 would come from seeds 0-2, already read
+    runs = c_runs(with_c005_sample=False)
+    for key in ("ce_confirm", "tce_confirm"):
+        for result in runs[key].results:
+            result.settings["confirms"]["claims"] = ["tce_margin_C"]
+    claim = margin_claim(tmp_path, runs)
+    assert claim.status == "inconclusive" and claim.seeds == "3 vs 3" and not claim.sample
+    assert claim.evidence.endswith("cannot decide it yet: a comparison does not read the sample's seeds alone (a run "
+                                   "of the claim has no sample?)")
+
+
 def test_a_second_sample_for_one_claim_is_refused(tmp_path):
     runs = bn_runs()
     again = seeded("again", "tce", "batch", 0.1, SAMPLE["tce_bn"], seeds=[40, 41, 42, 43])
@@ -232,11 +244,27 @@ def test_a_misspelt_claim_id_is_found_by_config_check():
 def test_the_committed_plan_is_pinned():
     """The plan of 2026-11-27 (docs/methodology.md): which claims each sample decides. Changing it after the
     samples were read would bring an earlier verdict back, or move a sample onto another claim."""
-    plan = {k: (r["confirms"]["run"], r["confirms"]["claims"]) for k, r in BASE["runs"].items() if r.get("confirms")}
-    both = ["tce_gn_beats_fedavg_cifar10", "tce_margin_C"]
-    assert plan == {"tce_cifar10_tce_gn_confirm": ("tce_cifar10_tce_gn", both),
-                    "tce_cifar10_fedavg_gn_confirm": ("tce_cifar10_fedavg_gn", both),
-                    "tce_c0p05_tce_gn_confirm": ("tce_c0p05_tce_gn", ["tce_margin_C"]),
-                    "tce_c0p05_fedavg_gn_confirm": ("tce_c0p05_fedavg_gn", ["tce_margin_C"]),
-                    "tce_cifar10_tce_bn_confirm": ("tce_cifar10_tce_bn", [BN_CLAIM]),
-                    "tce_cifar10_fedavg_bn_confirm": ("tce_cifar10_fedavg_bn", [BN_CLAIM])}
+    plan = {k: (r["confirms"]["run"], r["confirms"]["claims"], r["scaled"]["seeds"])
+            for k, r in BASE["runs"].items() if r.get("confirms")}
+    both, seeds_24, seeds_16 = ["tce_gn_beats_fedavg_cifar10", "tce_margin_C"], list(range(8, 32)), list(range(8, 24))
+    assert plan == {"tce_cifar10_tce_gn_confirm": ("tce_cifar10_tce_gn", both, seeds_24),
+                    "tce_cifar10_fedavg_gn_confirm": ("tce_cifar10_fedavg_gn", both, seeds_24),
+                    "tce_c0p05_tce_gn_confirm": ("tce_c0p05_tce_gn", ["tce_margin_C"], seeds_24),
+                    "tce_c0p05_fedavg_gn_confirm": ("tce_c0p05_fedavg_gn", ["tce_margin_C"], seeds_24),
+                    "tce_cifar10_tce_bn_confirm": ("tce_cifar10_tce_bn", [BN_CLAIM], seeds_16),
+                    "tce_cifar10_fedavg_bn_confirm": ("tce_cifar10_fedavg_bn", [BN_CLAIM], seeds_16)}
+
+
+def test_the_report_stage_says_a_bad_sample_in_one_line(monkeypatch, capsys):
+    """The report stage's main refuses a second sample as one `error:` line and exit code 2, no traceback."""
+    from pipeline.report import __main__ as report_main
+
+    def refuse():
+        raise UserError("runs.t.confirms: a second sample of r for claim 'c' (the first: s); a claim gets one")
+
+    monkeypatch.setattr(report_main, "load_checked_params", refuse)
+    with pytest.raises(SystemExit) as exit_:
+        report_main.main()
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == ("error: runs.t.confirms: a second sample of r for claim 'c' (the first: s); "
+                                       "a claim gets one\n")

@@ -248,13 +248,13 @@ def replace_folder(new: Path, old: Path) -> None:
     os.replace(new, old)
 
 
-@exit_on_user_error
 def planned_samples(params: dict, grid: dict) -> dict[str, dict]:
     """The profile's confirmatory samples, trained or not: {run: its `confirms`}."""
     return {key: run["confirms"] for key, run in params["runs"].items()
             if run.get("confirms") and key in grid["run_ids"]}
 
 
+@exit_on_user_error
 def main() -> None:
     params = load_checked_params()
     profile = params["profile"]

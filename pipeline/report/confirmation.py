@@ -70,12 +70,13 @@ def incomplete(runs: dict[str, SeededRun | str]) -> str:
     return ""
 
 
-def unpaired(sample: Claim) -> str:
-    """Why the sample's claim did not compare its runs seed by seed ("" when every comparison did): a claim
-    that reads a run the sample does not cover would set the sample against seeds already read."""
-    tests = {c.test for c in sample.comparisons}
-    if tests & {WELCH, EXACT_UNPAIRED}:
-        return "a comparison does not pair on the sample's seeds (a run of the claim has no sample?)"
+def unpaired(sample: Claim, runs: dict[str, SeededRun | str]) -> str:
+    """Why the sample's claim did not compare on the sample's seeds alone ("" when it did): a claim that reads
+    a run the sample does not cover would set the sample against seeds already read (Welch's test where the
+    seeds differ, or sides of different sizes where some seeds have no value)."""
+    n = len(next(r for r in runs.values() if isinstance(r, SeededRun)).seeds)
+    if any(c.test in (WELCH, EXACT_UNPAIRED) or (c.n_first, c.n_second) != (n, n) for c in sample.comparisons):
+        return "a comparison does not read the sample's seeds alone (a run of the claim has no sample?)"
     return ""
 
 
@@ -116,7 +117,7 @@ def build_with_confirmations(module, context: ReportContext) -> list[Claim]:
             continue
         swapped = dataclasses.replace(context, results={**context.results, **runs})
         (sample,) = [c for c in module.claims_of(swapped) if c.id == claim.id]
-        why = unpaired(sample)
+        why = unpaired(sample, runs)
         out.append(pending(claim, runs, why) if why else confirmed(claim, sample, runs))
     return out
 
