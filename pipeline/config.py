@@ -224,13 +224,6 @@ DEPENDENT_SETTINGS = {"norm": ("model",), "evaluate_on": ("partition",), "model"
                       "probe_rounds": ("rounds",)}
 
 
-def changed_scalings(scaled: dict) -> dict:
-    """The entries of a run's resolved `scaled` record whose value differs from the paper's. A scaled
-    block may repeat a paper value to undo one it inherits (fedwavg_long keeps the paper's E = 10 over
-    fedwavg_scaled's 2); that is no scaling, and the plan and the reports do not list it as one."""
-    return {k: v for k, v in scaled.items() if v["paper"] != v["used"]}
-
-
 def scaled_conflicts(path: str, run, params) -> list[str]:
     """Problems of a profile's merged settings (the default's `scaled`, the one-GPU-day's `gpu_day`) on a
     key that depends on one the block changes."""

@@ -15,7 +15,8 @@ import argparse
 import signal
 
 from pipeline import cost
-from pipeline.config import PROFILES, changed_scalings, derive_grid, grid_runs, load_checked_params
+from pipeline.config import PROFILES, derive_grid, grid_runs, load_checked_params
+from pipeline.runs import changed_scalings
 from pipeline.errors import exit_on_user_error
 from pipeline.runs import resolve_run
 

@@ -276,3 +276,10 @@ def lookup(mapping: dict, dotted: str):
     for part in dotted.split("."):
         mapping = mapping.get(part) if isinstance(mapping, dict) else None
     return mapping
+
+
+def changed_scalings(scaled: dict) -> dict:
+    """The entries of a run's resolved `scaled` record whose value differs from the paper's. A scaled
+    block may repeat a paper value to undo one it inherits (fedwavg_long keeps the paper's E = 10 over
+    fedwavg_scaled's 2); that is no scaling, and the plan and the reports do not list it as one."""
+    return {k: v for k, v in scaled.items() if v["paper"] != v["used"]}

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 RESOLVED = sorted((REPO / "resolved").glob("*.json"))
 PARTS = (DataSettings, ModelSettings, RoundSettings, Schedule, ProbeSettings)
 READ_BY_RUN_SETTINGS = {"run", "key", "seed", "algorithm"}  # RunSettings' own fields
-REPORTS_ONLY = {"paper", "profile", "scaled"}  # in settings.json for the reports; no number depends on them
+REPORTS_ONLY = {"paper", "profile", "scaled", "confirms"}  # in settings.json for the reports; no number depends on them
 
 
 class ReadsRecorded(dict):

@@ -250,8 +250,9 @@ def replace_folder(new: Path, old: Path) -> None:
 
 def planned_samples(params: dict, grid: dict) -> dict[str, dict]:
     """The profile's confirmatory samples, trained or not: {run: its `confirms`}."""
-    return {key: run["confirms"] for key, run in params["runs"].items()
-            if run.get("confirms") and key in grid["run_ids"]}
+    in_profile = set(grid.get("run_ids", ()))
+    return {key: run["confirms"] for key, run in (params.get("runs") or {}).items()
+            if run.get("confirms") and key in in_profile}
 
 
 @exit_on_user_error

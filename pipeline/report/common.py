@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from pipeline.config import changed_scalings
+from pipeline.runs import changed_scalings
 from pipeline.errors import UserError
 from pipeline.io import atomic_path, write_text
 from pipeline.report.seeds import (K_LAST, Comparison, PerSeed, claim_power, compare, has_value, last_k_mean, mean_sd,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from pipeline.config import changed_scalings
+from pipeline.runs import changed_scalings
 from pipeline.report.common import (NO_DIFF, NOT_RUN, Claim, ReportContext, SeededRun, accuracy_cell,
                                     algorithm_label, diff_cell, fewer_rounds_claim, fmt, input_scaling_note,
                                     not_run_claim, plot_curves, rounds_cell, scaled_note, seeds_note, write_table)
