@@ -285,6 +285,13 @@ class ReportContext:
 
 # ---------------------------------------------------------------- cells
 
+def seed_range(seeds: list[int]) -> str:
+    """'8-31' for three or more consecutive seeds, else the seeds listed ('0, 2')."""
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
 def fmt(value, digits: int = 0) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return NC

@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 
 from pipeline.errors import UserError
-from pipeline.report.common import Claim, ReportContext, SeededRun
+from pipeline.report.common import Claim, ReportContext, SeededRun, seed_range
 from pipeline.report.seeds import EXACT_UNPAIRED, WELCH
 
 
@@ -37,20 +37,13 @@ def plans(context: ReportContext, paper: str) -> dict[str, dict[str, SeededRun |
     return planned
 
 
-def seeds_words(seeds: list[int]) -> str:
-    """'8-31' for a consecutive block, else the seeds listed."""
-    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ", ".join(map(str, seeds))
-
-
 def confirmed(first: Claim, sample: Claim, runs: dict[str, SeededRun]) -> Claim:
     """The claim as its sample decides it, with the earlier seeds' verdict in its evidence."""
     seeds = sorted({s for run in runs.values() for s in run.seeds})
     earlier = "; ".join(c.reason for c in first.comparisons) or first.evidence
-    evidence = (f"confirmatory sample, fresh seeds {seeds_words(seeds)} ({', '.join(sorted(r.key for r in runs.values()))}): "
+    evidence = (f"confirmatory sample, fresh seeds {seed_range(seeds)} ({', '.join(sorted(r.key for r in runs.values()))}): "
                 f"{sample.evidence}. Before it, on the runs' own seeds ({first.seeds}): {first.status} ({earlier})")
-    return dataclasses.replace(sample, evidence=evidence, sample=f"confirmatory sample, seeds {seeds_words(seeds)}")
+    return dataclasses.replace(sample, evidence=evidence, sample=f"confirmatory sample, seeds {seed_range(seeds)}")
 
 
 def incomplete(runs: dict[str, SeededRun | str]) -> str:
@@ -62,11 +55,11 @@ def incomplete(runs: dict[str, SeededRun | str]) -> str:
     trained = [r for r in runs.values() if isinstance(r, SeededRun)]
     missing = {r.key: r.missing_seeds for r in trained if r.missing_seeds}
     if missing:
-        return "; ".join(f"{key}: seeds {seeds_words(seeds)} not trained" for key, seeds in sorted(missing.items()))
+        return "; ".join(f"{key}: seeds {seed_range(seeds)} not trained" for key, seeds in sorted(missing.items()))
     seed_lists = {tuple(r.seeds) for r in trained}
     if len(seed_lists) > 1:
         return "its runs have different seeds: " + "; ".join(
-            f"{r.key}: {seeds_words(r.seeds)}" for r in sorted(trained, key=lambda r: r.key))
+            f"{r.key}: {seed_range(r.seeds)}" for r in sorted(trained, key=lambda r: r.key))
     return ""
 
 

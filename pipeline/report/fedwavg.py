@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pipeline.report.common import (NOT_RUN, Claim, ReportContext, RunResult, SeededRun, accuracy_cell,
                                     comparisons_seeds, fmt_stat, plot_curves, pyplot, save_figure, scaled_note,
-                                    seeds_note, shift, write_table)
+                                    seed_range, seeds_note, shift, write_table)
 from pipeline.report.seeds import (INCONCLUSIVE, Comparison, PerSeed, best_of, combine, compare, has_value, mean_sd,
                                    window_mean)
 
@@ -445,9 +445,7 @@ def seeds_words(seeds: list[int]) -> str:
         return "no seed they share"
     if len(seeds) == 1:
         return f"seed {seeds[0]}"
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"seeds {seeds[0]}-{seeds[-1]}"
-    return "seeds " + ", ".join(map(str, seeds))
+    return f"seeds {seed_range(seeds)}"
 
 
 def late_average(run: SeededRun) -> PerSeed:
