@@ -153,14 +153,22 @@ def test_one_seed_a_side_is_inconclusive_and_asks_for_seeds():
 
 
 def test_never_reached_by_every_seed_of_a_side():
+    # A seed that never reaches 90 % ranks below every seed that does (the worst-rank rule), and the
+    # signed-rank test decides: 3 seeds of FedCurv NC against FedProx reaching it on all 3 is p = 2/2^3 =
+    # 0.25, open; 6 seeds a side are the fewest at which unanimous seeds separate (2/2^6 = 0.031).
     claims = claims_of(by_rounds("fedcurv", 10, [None, None, None]), by_rounds("fedprox", 10, [30, 35, 40]),
                        by_rounds("fedavg", 10, [None, 9, 9]))
-    # FedProx reached 90 % on every seed, FedCurv on none: failed.
+    claim = claims["fedcurv-e10-90-faster-than-fedprox"]
+    assert claim.status == "inconclusive" and claim.test == "Wilcoxon signed-rank"
+    assert "p = 0.25" in claim.evidence and "6 seeds a side would decide it" in claim.power
+    six = list(range(6))
+    claims = claims_of(by_rounds("fedcurv", 10, [None] * 6, six), by_rounds("fedprox", 10, [30, 35, 40] * 2, six),
+                       by_rounds("fedavg", 10, [None, 9, 9] * 2, six))
     assert claims["fedcurv-e10-90-faster-than-fedprox"].status == "failed"
-    # Only some FedAvg seeds reached it: inconclusive, and the power line says why seeds do not help.
+    # Seeds NC on both sides tie and drop out: 4 untied seeds of 6, all against FedCurv, p = 2/2^4.
     claim = claims["fedcurv-e10-90-faster-than-fedavg"]
-    assert claim.status == "inconclusive"
-    assert claim.power.startswith("cannot be decided at this scale: 3 of 3 vs 1 of 3 seeds without a value")
+    assert claim.status == "inconclusive" and "over 4 untied seeds: p = 0.125" in claim.evidence
+    assert "as failed" in claim.power
 
 
 def test_95_percent_order_when_the_runs_reach_it():
@@ -211,11 +219,12 @@ def test_95_percent_claims_below_the_ceiling_cannot_be_decided_and_say_the_ceili
 
 
 def test_a_run_that_reaches_95_percent_is_decided_as_usual():
-    runs = plateau_runs(3)
-    runs["fedcurv_e50_fedcurv"] = table1_run("fedcurv", 50, [[0.5] * 20 + [0.96] * 10] * 3, trained=10)
+    runs = plateau_runs(6)
+    runs["fedcurv_e50_fedcurv"] = table1_run("fedcurv", 50, [[0.5] * 20 + [0.96] * 10] * 6, trained=10)
     claim = {c.id: c for c in fedcurv.claims(runs, PUBLISHED)}["fedcurv-e50-95-faster-than-fedavg"]
-    # Every FedCurv seed reached 95 % (round 25), no FedAvg seed did: held, no ceiling in the evidence.
-    assert claim.status == "held" and "ceiling" not in claim.evidence
+    # Every FedCurv seed reached 95 % (round 25), no FedAvg seed did: each FedAvg seed ranks below its
+    # FedCurv seed, 6 of 6 (signed-rank p = 2/2^6): held, no ceiling in the evidence.
+    assert claim.status == "held" and "ceiling" not in claim.evidence and claim.comparisons[0].p == 2 / 2 ** 6
 
 
 # ---------------------------------------------------------------- the gain claim

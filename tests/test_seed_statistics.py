@@ -239,3 +239,135 @@ def test_training_draws_nothing_from_the_global_generator():
     second, _ = train(fedavg, dict(fedavg.HYPERPARAMS))
     for name, tensor in first["params"].items():
         assert torch.equal(tensor, second["params"][name]), name
+
+
+# ---------------------------------------------------------------- seeds without a value: the worst-rank rule
+#
+# A seed whose run diverged or never reached the target (marked `worst`) ranks below every seed with a value,
+# and a rank test decides. Expected p-values are counted by hand or by brute-force enumeration of the sign
+# flips / deals (itertools), not by the code's convolution.
+
+import itertools  # noqa: E402
+
+from scipy.stats import mannwhitneyu, rankdata, wilcoxon  # noqa: E402
+
+from pipeline.report.seeds import (MANN_WHITNEY, WILCOXON, rank_seeds_for_power, rank_sum_test,  # noqa: E402
+                                   signed_rank_test)
+
+
+def signed_rank_p_by_enumeration(differences) -> float:
+    """Two-sided p over every one of the 2^m sign flips of the nonzero differences' mid-ranks."""
+    nonzero = [d for d in differences if d != 0]
+    ranks = rankdata([abs(d) for d in nonzero])
+    total = sum(ranks)
+    observed = abs(sum(r for r, d in zip(ranks, nonzero) if d > 0) - total / 2)
+    flips = list(itertools.product((0, 1), repeat=len(ranks)))
+    extreme = sum(abs(sum(r for r, s in zip(ranks, signs) if s) - total / 2) >= observed - 1e-9 for signs in flips)
+    return extreme / len(flips)
+
+
+def rank_sum_p_by_enumeration(first, second) -> float:
+    """Two-sided p over every way to deal the pooled values' mid-ranks into sides of the same sizes."""
+    ranks = rankdata(list(first) + list(second))
+    n1, total = len(first), len(first) + len(second)
+    centre = n1 * (total + 1) / 2
+    observed = abs(sum(ranks[:n1]) - centre)
+    deals = list(itertools.combinations(range(total), n1))
+    return sum(abs(sum(ranks[i] for i in deal) - centre) >= observed - 1e-9 for deal in deals) / len(deals)
+
+
+def test_the_signed_rank_test_by_hand():
+    # 7 differences all one way: only all-minus and all-plus are as extreme, p = 2/2^7.
+    assert signed_rank_test([-1.0, -2, -3, -4, -5, -6, -7])[0] == pytest.approx(2 / 128)
+    # One + at rank 1: W+ = 1; W+ <= 1 happens for {} and {1}, and as often at the top: p = 4/128.
+    p, r, m = signed_rank_test([1.0, -2, -3, -4, -5, -6, -7])
+    assert p == pytest.approx(4 / 128) and m == 7 and r == pytest.approx((1 - 27) / 28)
+    # Ties: |d| = 1, 1, 2, 3 have mid-ranks 1.5, 1.5, 3, 4 (total 10), W+ = 7. Of the 16 flips, W+ >= 7:
+    # {3, 4}, {1.5, 1.5, 4}, {1.5, 3, 4} twice, all = 5; W+ <= 3: {}, {1.5} twice, {3}, {1.5, 1.5} = 5: p = 10/16.
+    assert signed_rank_test([1.0, 1.0, -2.0, 3.0])[0] == pytest.approx(10 / 16)
+    # Zeros are dropped (Wilcoxon's convention): two seeds without a value on both sides tie.
+    assert signed_rank_test([0.0, 0.0, -1.0, -2.0, -3.0, -4.0, -5.0, -6.0])[0] == pytest.approx(2 / 64)
+
+
+def test_the_rank_tests_agree_with_enumeration_and_with_scipy_where_it_is_exact():
+    import random
+
+    rng = random.Random(7)
+    for _ in range(40):
+        m = rng.randint(2, 10)
+        differences = [rng.choice([-3, -2, -1, 0, 1, 2, 4]) * 1.0 for _ in range(m)]  # ties and zeros
+        if any(differences):
+            assert signed_rank_test(differences)[0] == pytest.approx(signed_rank_p_by_enumeration(differences))
+        first = [rng.choice([0, 1, 2, 3]) * 1.0 for _ in range(rng.randint(2, 6))]
+        second = [rng.choice([0, 1, 2, 3]) * 1.0 for _ in range(rng.randint(2, 6))]
+        if len(set(first + second)) > 1:
+            assert rank_sum_test(first, second)[0] == pytest.approx(rank_sum_p_by_enumeration(first, second))
+        untied = [rng.gauss(0.4, 1) for _ in range(m)]  # no ties: scipy's exact distributions apply
+        assert signed_rank_test(untied)[0] == pytest.approx(wilcoxon(untied, method="exact").pvalue)
+        x, y = untied[:max(2, m // 2)], [rng.gauss(0, 1) for _ in range(rng.randint(2, 8))]
+        assert rank_sum_test(x, y)[0] == pytest.approx(mannwhitneyu(x, y, method="exact").pvalue)
+    # 4 against 4, every value of one side above the other: 2 of the C(8, 4) = 70 deals, r = 1.
+    assert rank_sum_test([5.0, 6, 7, 8], [1.0, 2, 3, 4]) == (pytest.approx(2 / 70), 1.0)
+
+
+def test_seeds_marked_worst_rank_below_every_seed_with_a_value():
+    six = tuple(range(6))
+    # Accuracy: the first side diverged on seeds 0 and 3 and is below the second on the others; higher is
+    # better, so every untied seed points against it: p = 2/2^6, failed (under the old rule: undecidable).
+    first = PerSeed([None, 0.60, 0.61, None, 0.58, 0.62], six, [True] * 6)
+    second = PerSeed([0.70, 0.71, 0.69, 0.72, 0.70, 0.68], six, [True] * 6)
+    comparison = compare(first, second, "higher")
+    assert (comparison.status, comparison.test) == (FAILED, WILCOXON)
+    assert comparison.p == pytest.approx(2 / 64) and comparison.effect == -1.0
+    assert "2 of 6 vs 0 of 6 seeds without a value" in comparison.reason
+    assert "on the 4 seeds where both sides have a value alone: paired t" in comparison.reason
+    # Rounds to a target, lower is better: NC is later than any round reached.
+    reached = PerSeed([10, 12, 11, 13, 10, 12], six, [True] * 6)
+    never = PerSeed([None] * 6, six, [True] * 6)
+    assert compare(reached, never, "lower").status == HELD and compare(never, reached, "lower").status == FAILED
+    # Where both sides lack a value on a seed, it ties and drops out: 5 untied seeds, p = 2/2^5 (open).
+    both_missing = PerSeed([None, 0.60, 0.61, 0.59, 0.58, 0.62], six, [True] * 6)
+    second_missing = PerSeed([None, 0.70, 0.71, 0.69, 0.72, 0.70], six, [True] * 6)
+    open_one = compare(both_missing, second_missing, "higher")
+    assert open_one.status == INCONCLUSIVE and open_one.p == pytest.approx(2 / 32)
+    # Unpaired (different seeds): Mann-Whitney, the seeds without a value tied at the bottom.
+    mw = compare(PerSeed([0.7, 0.71, 0.72, 0.73], (0, 1, 2, 3), [True] * 4),
+                 PerSeed([None, 0.5, None, 0.52], (4, 5, 6, 7), [True] * 4), "higher")
+    assert mw.test == MANN_WHITNEY and mw.status == HELD
+    assert mw.p == pytest.approx(rank_sum_p_by_enumeration([4, 5, 6, 7], [0, 1, 0, 1])) == pytest.approx(2 / 70)
+
+
+def test_a_value_missing_for_another_reason_stays_unknown():
+    # A ratio or margin of two runs, one of which has no value, is not the worst margin: no mark, and the
+    # old rule keeps it undecided however the other seeds fall.
+    six = tuple(range(6))
+    unmarked = PerSeed([None, 0.60, 0.61, None, 0.58, 0.62], six)
+    second = PerSeed([0.70, 0.71, 0.69, 0.72, 0.70, 0.68], six, [True] * 6)
+    comparison = compare(unmarked, second, "higher")
+    assert comparison.status == INCONCLUSIVE and comparison.test == "" and comparison.undecidable
+    # A mark survives `map` (a shift by points, a change of unit), and marks only seeds without a value.
+    shifted = PerSeed([None, 0.6], (0, 1), [True, True]).map(lambda v: v + 3)
+    assert shifted.worst == (True, False) and list(shifted) == [None, 3.6]
+
+
+def test_the_power_of_a_rank_test_by_noethers_formula():
+    z = 1.959964 + 0.841621  # z_0.975 + z_0.8
+    # Unpaired, P(X > Y) = 0.8 (each y below 4 of the 5 x): n = z^2 / (6 * 0.3^2) = 14.53 -> 15 a side.
+    unpaired = dataclasses.replace(compare([0.0, 1.0], [2.0, 3.0]), test=MANN_WHITNEY,
+                                   scores=((1.0, 1.0, 1.0, 1.0, 0.0), (0.5,) * 5))
+    assert z ** 2 / (6 * 0.09) == pytest.approx(14.53, abs=0.01) and rank_seeds_for_power(unpaired) == 15
+    # Paired, differences 1, 1, 1, -1: of the 10 Walsh sums (i <= j) 6 are positive and 3 zero, p' = 0.75;
+    # n = z^2 / (3 * 0.25^2) = 41.86 -> 42.
+    paired_case = dataclasses.replace(unpaired, test=WILCOXON, scores=((1.0, 1.0, 1.0, -1.0),))
+    assert z ** 2 / (3 * 0.0625) == pytest.approx(41.86, abs=0.01) and rank_seeds_for_power(paired_case) == 42
+    # Every untied seed one way: the fewest seeds at which the exact test separates unanimous ones (6 paired,
+    # 4 a side), scaled up by the share of seeds that tie (2 of 6 tie: 6 / (4/6) = 9).
+    unanimous = dataclasses.replace(paired_case, scores=((-1.0, -2.0, -3.0),))
+    assert rank_seeds_for_power(unanimous) == 6
+    assert rank_seeds_for_power(dataclasses.replace(paired_case, scores=((0.0, 0.0, -1, -2, -3, -4),))) == 9
+    assert rank_seeds_for_power(dataclasses.replace(unpaired, scores=((2.0, 3.0), (0.0, 1.0)))) == 4
+    # The power line names the test and the seeds, and says when the seeds point against the claim.
+    three = compare(PerSeed([None, None, None], SEEDS, [True] * 3), PerSeed([1.0, 2.0, 3.0], SEEDS, [True] * 3))
+    assert three.status == INCONCLUSIVE and three.p == pytest.approx(0.25)
+    line = power_line(three)
+    assert "Wilcoxon signed-rank" in line and "6 seeds a side would decide it" in line and "as failed" in line

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.report.common import Claim, ReportContext, SeededRun, seed_range
-from pipeline.report.seeds import EXACT_UNPAIRED, WELCH
+from pipeline.report.seeds import EXACT_UNPAIRED, MANN_WHITNEY, WELCH
 
 
 def plans(context: ReportContext, paper: str) -> dict[str, dict[str, SeededRun | str]]:
@@ -68,7 +68,8 @@ def unpaired(sample: Claim, runs: dict[str, SeededRun | str]) -> str:
     a run the sample does not cover would set the sample against seeds already read (Welch's test where the
     seeds differ, or sides of different sizes where some seeds have no value)."""
     n = len(next(r for r in runs.values() if isinstance(r, SeededRun)).seeds)
-    if any(c.test in (WELCH, EXACT_UNPAIRED) or (c.n_first, c.n_second) != (n, n) for c in sample.comparisons):
+    if any(c.test in (WELCH, EXACT_UNPAIRED, MANN_WHITNEY) or (c.n_first, c.n_second) != (n, n)
+           for c in sample.comparisons):
         return "a comparison does not read the sample's seeds alone (a run of the claim has no sample?)"
     return ""
 

@@ -17,9 +17,12 @@ Edge cases, decided here and stated in RULE:
   which integer rounds to a target hit often (every seed one round apart). The exact permutation test
   decides then: sign flips of the n differences (p = 2 / 2^n: 6 seeds at least) or relabellings of
   the n1 + n2 values (p = 2 / C(n1 + n2, n1): 4 seeds a side). Equal values are a tie: inconclusive.
-- seeds without a value: if every seed of one side has a value and no seed of the other does (n >= 2
-  each), the side with values is better (it reached the target / trained, the other never did); if no
-  seed of either side has one, or only some seeds of a side lack one, inconclusive.
+- seeds without a value as their run's worst outcome (diverged, never reached the target, ended near
+  chance: `PerSeed.worst`): ranked below every seed with a value, and a rank test decides (Wilcoxon's
+  signed-rank paired, Mann-Whitney's U otherwise; two seeds without a value tie). A value missing for
+  another reason (a ratio of two runs one of which has none) is unknown: if every seed of one side has a
+  value and no seed of the other does (n >= 2 each), the side with values is better; otherwise, and if
+  no seed of either side has one, inconclusive.
 - a tie of means (or p >= alpha): inconclusive, never failed; "failed" needs the seeds to separate the
   sides the other way.
 
@@ -44,6 +47,9 @@ K_LAST = 5  # accuracy = the mean of a seed's last K_LAST evaluated rounds (all 
 HELD, FAILED, INCONCLUSIVE = "held", "failed", "inconclusive"
 PAIRED, WELCH = "paired t", "Welch t"
 EXACT_PAIRED, EXACT_UNPAIRED = "exact sign-flip", "exact permutation"  # where the seeds' sd is zero
+WILCOXON, MANN_WHITNEY = "Wilcoxon signed-rank", "Mann-Whitney U"  # where seeds lack a value as their worst outcome
+RANK_TESTS = (WILCOXON, MANN_WHITNEY)
+EXACT_RANKS_UP_TO = 60  # seeds a side (paired) or in all (unpaired) for the exact rank distributions; beyond: normal
 
 RULE = (
     f"One rule decides every claim. Each side of a claim is its run's per-seed values (accuracy: the mean of "
@@ -57,16 +63,19 @@ RULE = (
     f"same seeds (seed s gives every method the same initial model, client sampling and batch order), "
     f"**Welch**'s over the per-seed values otherwise (the test column says which; where the seeds' sd is zero, as when every seed differs by "
     f"the same whole round, the t statistic is undefined and the exact permutation test decides: p = 2/2^n "
-    f"paired, 2/C(n1 + n2, n1) unpaired) — or every seed of one side has a value and no "
-    f"seed of the other does (a seed that never reached the target, NC, or diverged has no value; NC or "
-    f"diverged seeds on both sides, or on only some seeds of a side: inconclusive). A claim made of several "
+    f"paired, 2/C(n1 + n2, n1) unpaired). A seed that diverged, never reached the target (NC) or ended near "
+    f"chance has no number but has an outcome, the worst: it ranks below every seed with a value, and a rank "
+    f"test decides instead of the t-test — **Wilcoxon signed-rank** on the paired differences (two seeds "
+    f"without a value tie and drop out), **Mann-Whitney U** unpaired, both exact (docs/methodology.md#seeds-"
+    f"without-a-value). A claim made of several "
     f"comparisons (best of an ablation: the full method against each other method; an ordering; 'at every "
     f"rate') is held when every comparison is held, failed when any is failed, else inconclusive. 'Within 1 "
     f"point or better' shifts the first side up by 1 point before the test. A count claim ('more learning "
     f"rates within x points of the best') counts each rate in, out or open by the rule, and is held when "
     f"the claimed side's fewest possible count exceeds the other's most, failed when its most cannot. The seeds column gives each side's n. For an undecided claim the power column gives the "
     f"observed effect, its sd over seeds and the seeds a side that would decide it at {POWER:.0%} power "
-    f"(two-sided, α = {ALPHA:g}; the noncentral t), or why no number of seeds decides it at this scale. "
+    f"(two-sided, α = {ALPHA:g}; the noncentral t, Noether's formula for a rank test), or why no number of "
+    f"seeds decides it at this scale. "
     "Where the test column says **confirmatory sample**, the claim's runs were trained again on fresh seeds, "
     "at least as many as its power line asked when its own seeds left it open, and it is decided on those "
     "alone, once (docs/methodology.md#a-confirmatory-sample); the evidence gives the earlier verdict beside it."
@@ -76,18 +85,28 @@ RULE = (
 class PerSeed(list):
     """Per-seed values in seed order, with the seeds they came from (`seeds`; None: unknown). A list, so
     every summary reads it as one; `compare` pairs two sides whose seeds are the same. Derive values with
-    `map` (a list comprehension drops the seeds, and the comparison falls back to Welch)."""
+    `map` (a list comprehension drops the seeds, and the comparison falls back to Welch).
 
-    def __init__(self, values: Iterable = (), seeds: Iterable[int] | None = None):
+    `worst` marks, per seed, a missing value that is its run's worst outcome: the run diverged, never
+    reached the target, or ended near chance. `compare` ranks such a seed below every seed with a value.
+    A value missing for any other reason (a ratio or difference of two runs one of which has none, a
+    round the run never trained to) is unknown, and stays so: nothing is made up for it."""
+
+    def __init__(self, values: Iterable = (), seeds: Iterable[int] | None = None,
+                 worst: Iterable[bool] | None = None):
         super().__init__(values)
         self.seeds = None if seeds is None else tuple(int(s) for s in seeds)
         if self.seeds is not None and len(self.seeds) != len(self):
             raise ValueError(f"{len(self)} values for {len(self.seeds)} seeds")
+        self.worst = tuple(bool(w) and not has_value(v) for v, w in zip(self, worst)) if worst is not None \
+            else (False,) * len(self)
+        if len(self.worst) != len(self):
+            raise ValueError(f"{len(self)} values for {len(self.worst)} worst-outcome marks")
 
     @classmethod
-    def from_dict(cls, by_seed: dict) -> "PerSeed":
-        seeds = sorted(by_seed)
-        return cls([by_seed[s] for s in seeds], seeds)
+    def from_dict(cls, by_seed: dict, worst_seeds: Iterable[int] = ()) -> "PerSeed":
+        seeds, worst = sorted(by_seed), set(worst_seeds)
+        return cls([by_seed[s] for s in seeds], seeds, [s in worst for s in seeds])
 
     def by_seed(self) -> dict:
         if self.seeds is None:
@@ -95,8 +114,16 @@ class PerSeed(list):
         return dict(zip(self.seeds, self))
 
     def map(self, transform: Callable) -> "PerSeed":
-        """transform(value) for each value that exists (None and NaN stay as they are), seeds kept."""
-        return PerSeed([transform(v) if has_value(v) else v for v in self], self.seeds)
+        """transform(value) for each value that exists (None and NaN stay as they are, and so do their
+        worst-outcome marks), seeds kept."""
+        return PerSeed([transform(v) if has_value(v) else v for v in self], self.seeds, self.worst)
+
+
+def worst_marks(values: Sequence) -> tuple[bool, ...]:
+    """Per position: is the value missing as its run's worst outcome (`PerSeed.worst`)? False for a
+    plain list, which carries no marks."""
+    return tuple(getattr(values, "worst", None) or (False,) * len(values))
+
 
 def has_value(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
@@ -161,9 +188,11 @@ class Comparison:
     n_second: int
     p: float | None = None
     test: str = ""  # PAIRED | WELCH | EXACT_PAIRED | EXACT_UNPAIRED | "" (no test: n < 2, NC)
-    effect: float | None = None  # mean difference, first minus second, in the claimed direction (> 0: as claimed)
+    effect: float | None = None  # mean difference, first minus second, in the claimed direction (> 0: as claimed);
+    # for a rank test, the rank-biserial correlation (-1 .. 1, > 0: as claimed)
     sd: float | None = None  # the sd the test used: of the paired differences, or the two sides' pooled sd
     undecidable: str = ""  # why no number of seeds decides it at this scale ("" if more seeds could)
+    scores: tuple = ()  # a rank test's inputs, for its power: (differences,) paired, (first, second) unpaired
 
     @property
     def seeds(self) -> str:
@@ -254,18 +283,25 @@ def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: fl
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
     seeds, why_unpaired = pairing(first, second)
+    worst = worst_marks(first) + worst_marks(second)
     if seeds is not None:  # both sides in the same seed order (both carry their seeds: PerSeed)
-        by_first, by_second = cast(PerSeed, first).by_seed(), cast(PerSeed, second).by_seed()
-        first, second = [by_first[s] for s in seeds], [by_second[s] for s in seeds]
+        position_first = {s: i for i, s in enumerate(cast(PerSeed, first).seeds or ())}
+        position_second = {s: i for i, s in enumerate(cast(PerSeed, second).seeds or ())}
+        worst = (tuple(worst[position_first[s]] for s in seeds)
+                 + tuple(worst[len(first) + position_second[s]] for s in seeds))
+        first, second = [first[position_first[s]] for s in seeds], [second[position_second[s]] for s in seeds]
     first, second = list(first), list(second)
     n1, n2 = len(first), len(second)
     if n1 < 2 or n2 < 2:
         return Comparison(INCONCLUSIVE, f"n = {n1} vs {n2}: a single seed cannot separate", n1, n2,
                           undecidable="" if n1 and n2 else "a side has no seed")
+    sign = 1 if better == "higher" else -1
     if not all(has_value(v) for v in first + second):
+        every_missing_is_worst = all(w for v, w in zip(first + second, worst) if not has_value(v))
+        if every_missing_is_worst and any(has_value(v) for v in first + second):
+            return _compare_ranked(first, second, sign, seeds is not None, alpha, why_unpaired)
         return _without_values(first, second, n1, n2)
     a, b = [float(v) for v in first], [float(v) for v in second]
-    sign = 1 if better == "higher" else -1
     if seeds is not None:
         return _compare_paired(a, b, sign, alpha, n1)
     return _compare_welch(a, b, sign, alpha, why_unpaired)
@@ -325,6 +361,171 @@ def _compare_welch(a: list[float], b: list[float], sign: int, alpha: float, why_
     return comparison
 
 
+# ---------------------------------------------------------------- seeds without a value: the worst-rank rule
+#
+# A seed whose run diverged, never reached the target or ended near chance has no number, but it has an
+# outcome: the worst one. Dropping it would favour the method that diverges more (its bad seeds vanish);
+# calling every such comparison undecidable left claims open however lopsided the seeds. So each such seed
+# is ranked below every seed with a value (the worst-rank score of clinical trials, Lachin 1999, where a
+# patient who dies before the outcome is measured ranks below every survivor), and a rank test, which
+# needs no number for it, decides: Wilcoxon's signed-rank on the paired differences (two seeds both
+# without a value tie, and a tie is dropped), Mann-Whitney's U unpaired. Both are exact up to
+# EXACT_RANKS_UP_TO seeds, mid-ranks for ties included.
+
+def worst_rank_scores(first: list, second: list, sign: int) -> tuple[list[float], list[float]]:
+    """Each value in the claimed direction (higher is better); a seed without one scored below every value of
+    either side by more than their range, so that a pair with one value has a larger difference than any pair
+    with two, and two seeds without a value tie."""
+    present = [sign * float(v) for v in first + second if has_value(v)]
+    floor = min(present) - (max(present) - min(present)) - 1.0
+
+    def score(v) -> float:
+        return sign * float(v) if has_value(v) else floor
+    return [score(v) for v in first], [score(v) for v in second]
+
+
+def _doubled_ranks(values: Sequence[float]) -> list[int]:
+    """Twice the mid-ranks (ties share the mean of their ranks): integers, for the exact distributions."""
+    from scipy.stats import rankdata
+
+    return [int(round(2 * r)) for r in rankdata(list(values))]
+
+
+def signed_rank_test(differences: Sequence[float]) -> tuple[float, float, int]:
+    """(two-sided p, rank-biserial r, seeds used) of Wilcoxon's signed-rank test on the nonzero differences.
+    Exact up to EXACT_RANKS_UP_TO of them: the rank sum's null distribution over all 2^m sign flips, given
+    the ranks, mid-ranks for ties included (scipy's exact distribution assumes no ties, and its
+    permutation fallback took 0.5 s a call at m = 12, measured; here it is a convolution). r = (W+ - W-)
+    / (W+ + W-), the matched-pairs rank-biserial correlation (> 0: the differences lean positive)."""
+    nonzero = [float(d) for d in differences if d != 0]
+    m = len(nonzero)
+    if m == 0:
+        return 1.0, 0.0, 0
+    ranks = _doubled_ranks([abs(d) for d in nonzero])
+    total = sum(ranks)
+    plus = sum(r for r, d in zip(ranks, nonzero) if d > 0)
+    r_biserial = (2 * plus - total) / total
+    if m > EXACT_RANKS_UP_TO:
+        from scipy.stats import wilcoxon
+
+        return float(wilcoxon(nonzero, method="approx").pvalue), r_biserial, m
+    import numpy as np
+
+    probability = np.zeros(total + 1)
+    probability[0] = 1.0
+    for r in ranks:  # each difference's sign: + (adds its rank) or -, each with probability 1/2
+        shifted = np.zeros_like(probability)
+        shifted[r:] = probability[:total + 1 - r]
+        probability = (probability + shifted) / 2
+    distance = np.abs(2 * np.arange(total + 1) - total)
+    p = float(probability[distance >= abs(2 * plus - total)].sum())
+    return min(1.0, p), r_biserial, m
+
+
+def rank_sum_test(first: Sequence[float], second: Sequence[float]) -> tuple[float, float]:
+    """(two-sided p, rank-biserial r) of the Mann-Whitney U test, first against second. Exact up to
+    EXACT_RANKS_UP_TO values in all: the rank sum's null distribution over every way to deal the values
+    into two sides, mid-ranks for ties included; beyond, scipy's normal approximation with the tie
+    correction. r = 2 U / (n1 n2) - 1 (> 0: the first side ranks higher)."""
+    n1, n2 = len(first), len(second)
+    ranks = _doubled_ranks(list(first) + list(second))
+    observed = sum(ranks[:n1])
+    u_first = observed / 2 - n1 * (n1 + 1) / 2
+    r_biserial = 2 * u_first / (n1 * n2) - 1
+    if n1 + n2 > EXACT_RANKS_UP_TO:
+        from scipy.stats import mannwhitneyu
+
+        return float(mannwhitneyu(list(first), list(second), method="asymptotic").pvalue), r_biserial
+    import numpy as np
+
+    total = sum(ranks)
+    ways = np.zeros((n1 + 1, total + 1))  # ways[k, s]: sets of k values whose doubled ranks sum to s
+    ways[0, 0] = 1.0
+    for r in ranks:
+        ways[1:, r:] = ways[1:, r:] + ways[:-1, :total + 1 - r]  # numpy reads the right side first: each value once
+    probability = ways[n1] / math.comb(n1 + n2, n1)
+    centre = n1 * (n1 + n2 + 1)  # the doubled rank sum's mean
+    distance = np.abs(np.arange(total + 1) - centre)
+    p = float(probability[distance >= abs(observed - centre) - 1e-9].sum())
+    return min(1.0, p), r_biserial
+
+
+def _complete_seeds_words(first: list, second: list, is_paired: bool) -> str:
+    """The verdict on the seeds with a value alone, shown beside the rank test's as a check on it."""
+    if is_paired:
+        both = [(x, y) for x, y in zip(first, second) if has_value(x) and has_value(y)]
+        a, b = [float(x) for x, _ in both], [float(y) for _, y in both]
+        where = f"on the {len(both)} seeds where both sides have a value alone"
+    else:
+        a, b = [float(v) for v in first if has_value(v)], [float(v) for v in second if has_value(v)]
+        where = "on the seeds with a value alone"
+    if min(len(a), len(b)) < 2 or (_constant(a) and _constant(b)):
+        return f"{where}: too few, or constant, for a t-test"
+    differences = [x - y for x, y in zip(a, b)]
+    if is_paired and _constant(differences):
+        return f"{where}: the same difference on every seed"
+    _, _, p = paired(a, b) if is_paired else welch(a, b)
+    return f"{where}: {'paired t' if is_paired else 'Welch'} p = {p:.3g}"
+
+
+def _compare_ranked(first: list, second: list, sign: int, is_paired: bool, alpha: float,
+                    why_unpaired: str) -> Comparison:
+    """The worst-rank rule, for sides where some seeds lack a value as their run's worst outcome."""
+    n1, n2 = len(first), len(second)
+    missing = (f"{sum(not has_value(v) for v in first)} of {n1} vs {sum(not has_value(v) for v in second)} of "
+               f"{n2} seeds without a value (diverged, NC or near chance: ranked below every seed with one)")
+    a, b = worst_rank_scores(first, second, sign)
+    scores: tuple[tuple[float, ...], ...]
+    if is_paired:
+        differences = [x - y for x, y in zip(a, b)]
+        p, r_biserial, m = signed_rank_test(differences)
+        if m == 0:
+            return _tie(n1, n2, WILCOXON)
+        test, scores = WILCOXON, (tuple(differences),)
+        text = f"{missing}; Wilcoxon signed-rank over {m} untied seeds: p = {p:.3g}"
+    else:
+        p, r_biserial = rank_sum_test(a, b)
+        test, scores = MANN_WHITNEY, (tuple(a), tuple(b))
+        text = f"{missing}; Mann-Whitney U: p = {p:.3g}; {why_unpaired}"
+    comparison = _t_test(p, r_biserial, 0.0, n1, n2, test, alpha, text)
+    comparison.sd, comparison.scores = None, scores
+    comparison.reason += f" ({_complete_seeds_words(first, second, is_paired)})"
+    return comparison
+
+
+def rank_seeds_for_power(comparison: Comparison, power: float = POWER, alpha: float = ALPHA,
+                         most: int = MAX_SEEDS) -> int | None:
+    """Seeds a side at which a rank test (`_compare_ranked`) would reach `power` were its seeds like these:
+    Noether's (1987) formula, n = (z_(1-alpha/2) + z_power)^2 / (3 (p' - 1/2)^2) for the signed-rank test,
+    p' = P(D + D' > 0) over two differences (Walsh averages of the nonzero ones; the seeds whose pairs tie
+    are dropped by the test, so n grows by their share), and n = (z + z)^2 / (6 (p - 1/2)^2) a side for
+    Mann-Whitney, p = P(X > Y), ties counted half; at least the seeds at which unanimous ones can separate
+    (6 paired, 4 a side), which is the answer where every seed points the same way (there Noether's normal
+    approximation overstates: 11 for 6). None if the seeds do not lean either way, or `most` would not do."""
+    from scipy.stats import norm
+
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    if comparison.test == WILCOXON:
+        nonzero = [d for d in comparison.scores[0] if d != 0]
+        if not nonzero:
+            return None
+        walsh = [nonzero[i] + nonzero[j] for i in range(len(nonzero)) for j in range(i, len(nonzero))]
+        lean = (sum(w > 0 for w in walsh) + sum(w == 0 for w in walsh) / 2) / len(walsh) - 0.5
+        untied = len(nonzero) / len(comparison.scores[0])
+        least = exact_seeds(True, alpha) / untied
+        needed = least if abs(lean) == 0.5 else z ** 2 / (3 * lean ** 2) / untied if lean else math.inf
+    else:
+        first, second = comparison.scores
+        above = sum((x > y) + (x == y) / 2 for x in first for y in second) / (len(first) * len(second))
+        lean = above - 0.5
+        least = exact_seeds(False, alpha)
+        needed = least if abs(lean) == 0.5 else z ** 2 / (6 * lean ** 2) if lean else math.inf
+    if not math.isfinite(needed):
+        return None
+    n = max(math.ceil(least - 1e-9), math.ceil(needed - 1e-9))
+    return n if n <= most else None
+
+
 # ---------------------------------------------------------------- power: what would decide an undecided claim
 
 def power_of_t_test(effect_size: float, n: int, is_paired: bool, alpha: float = ALPHA) -> float:
@@ -358,10 +559,17 @@ def power_line(comparison: Comparison, unit: str = "") -> str:
         return ""
     if comparison.undecidable:
         return f"cannot be decided at this scale: {comparison.undecidable}"
+    direction = "" if (comparison.effect or 0.0) > 0 else ", as failed (the observed direction is against the claim)"
+    if comparison.test in RANK_TESTS:
+        needed = rank_seeds_for_power(comparison)
+        measured = (f"rank-biserial r = {comparison.effect:+.2f} ({comparison.test}; the seeds without a value "
+                    "ranked lowest)")
+        if needed is None:
+            return f"{measured}: the seeds lean neither way, or more than {MAX_SEEDS} a side would be needed"
+        return f"{measured}: {needed} seeds a side would decide it at {POWER:.0%} power (Noether's formula){direction}"
     if comparison.effect is None or comparison.sd is None:
         return "one seed a side: its sd is unknown; 3 seeds a side would measure it"
     unit_text = f" {unit}" if unit else ""
-    direction = "" if comparison.effect > 0 else ", as failed (the observed direction is against the claim)"
     if comparison.sd == 0:  # every seed agrees: the exact test needs enough of them
         return (f"effect {comparison.effect:+.3g}{unit_text} on every seed (sd 0): the exact test separates "
                 f"unanimous seeds from {needed_seeds(comparison)} seeds a side{direction}")
@@ -378,6 +586,8 @@ def power_line(comparison: Comparison, unit: str = "") -> str:
 def needed_seeds(comparison: Comparison) -> int | None:
     """Seeds a side that would decide the comparison at POWER; None when no number would (or its sd is
     unknown)."""
+    if comparison.test in RANK_TESTS and not comparison.undecidable:
+        return rank_seeds_for_power(comparison)
     if comparison.undecidable or comparison.effect is None or comparison.sd is None:
         return None
     if comparison.sd == 0:

@@ -76,9 +76,20 @@ def accuracy_by_seed(run: SeededRun | None) -> dict:
     return values
 
 
+def nc_seeds(run: SeededRun | None) -> set[int]:
+    """The seeds whose accuracy is NC as their run's worst outcome: diverged, or a last model near chance
+    (a seed without a summary accuracy for another reason is unknown, not NC)."""
+    if run is None:
+        return set()
+    floor = CHANCE_FACTOR / dataset_spec(run.settings["dataset"]).classes
+    return {r.seed for r in run.results
+            if r.diverged or (has_value(last := r.summary.get("final_test_accuracy")) and last <= floor)}
+
+
 def accuracy_values(run: SeededRun | None) -> PerSeed:
-    """`accuracy_by_seed` in seed order (fractions), carrying the seeds so that claims pair them."""
-    return PerSeed.from_dict(accuracy_by_seed(run))
+    """`accuracy_by_seed` in seed order (fractions), carrying the seeds so that claims pair them, and
+    marking the NC seeds as their run's worst outcome (`seeds.PerSeed.worst`)."""
+    return PerSeed.from_dict(accuracy_by_seed(run), nc_seeds(run))
 
 
 def stand_ins(runs: dict) -> list[tuple[str, str]]:
@@ -412,7 +423,7 @@ MEMBERSHIP_WORDS = {HELD: "in", FAILED: "out", INCONCLUSIVE: "open"}
 
 def in_points(values) -> PerSeed:
     """Accuracies (fractions) as percentage points, keeping the seeds of a PerSeed."""
-    return PerSeed(values, getattr(values, "seeds", None)).map(lambda v: 100.0 * v)
+    return (values if isinstance(values, PerSeed) else PerSeed(values)).map(lambda v: 100.0 * v)
 
 
 def published_best_value(published: dict, dataset: str, method: str) -> tuple[float, str, str]:
