@@ -40,6 +40,7 @@ from pipeline.report.common import (NOT_RUN, Claim, ReportContext, RunResult, Se
                                     seed_range, seeds_note, shift, write_table)
 from pipeline.report.seeds import (INCONCLUSIVE, Comparison, PerSeed, best_of, combine, compare, has_value, mean_sd,
                                    window_mean)
+from pipeline.runs import changed_scalings
 
 PAPER = "fedwavg"
 WHO = "a FedWAvg run"  # for the error when a run's partition is not in params.yaml
@@ -285,6 +286,9 @@ def count_table(name: str, title: str, run: SeededRun | None, published: dict, c
              f"a cell is the one round, as the paper prints it; the claims read a share over a whole period of "
              f"{SHARE_PERIOD} rounds (it swings round by round under FedWAvg)",
              seeds_note(results), *extra_notes] + scaled_note(results)
+    if run is not None and changed_scalings(run.scaled):
+        notes.append("the stand-in, and the criteria that chose it before its verdicts were read: the comment "
+                     "above the run in params.yaml; docs/papers/fedwavg.md")
     write_table(out_dir, name, title, ["paper round", "our round"] + clients, rows, notes)
 
 
