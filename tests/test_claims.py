@@ -10,8 +10,8 @@ import math
 import pytest
 from scipy.stats import t as student_t
 
-from pipeline.report.seeds import (ALPHA, FAILED, HELD, INCONCLUSIVE, K_LAST, RULE, best_of, combine, compare, decide,
-                                   last_k_mean, mean_sd, welch)
+from pipeline.report.seeds import (ALPHA, FAILED, HELD, INCONCLUSIVE, K_LAST, RULE, PerSeed, best_of, combine, compare,
+                                   decide, last_k_mean, mean_sd, welch)
 
 
 def welch_by_hand(first: list[float], second: list[float]) -> tuple[float, float, float]:
@@ -137,20 +137,26 @@ def test_better_must_be_higher_or_lower():
 # ---------------------------------------------------------------- seeds without a value: NC / diverged
 
 def test_rounds_to_target_with_nc_seeds():
-    # Every seed of one side reached the target, no seed of the other: separated.
-    assert decide([10, 12], [None, None], "lower") == HELD
-    assert decide([None, None, None], [30, 35, 40], "lower") == FAILED
-    assert "no seed of the second" in compare([10, 12], [None, None], "lower").reason
-    # No seed of either reached it.
-    assert decide([None, None], [None, None], "lower") == INCONCLUSIVE
-    # Only some seeds of a side reached it: inconclusive, whatever the other side did.
-    assert decide([10, None], [None, None], "lower") == INCONCLUSIVE
-    assert decide([10, None, 12], [20, 21, 22], "lower") == INCONCLUSIVE
-    assert decide([10, 11, 12], [20, None, 22], "lower") == INCONCLUSIVE
+    def nc(values, better="lower"):  # rounds to a target as a run reports them: NC is the run's worst outcome
+        return PerSeed(values, range(len(values)), [True] * len(values), better)
+
+    # Every seed of one side reached the target, no seed of the other: each NC seed ranks last, and 6 seeds
+    # a side are the fewest at which the signed-rank test separates them (2/2^6 = 0.031; 3 give 0.25).
+    assert decide(nc([10, 12, 11, 13, 10, 12]), nc([None] * 6), "lower") == HELD
+    assert decide(nc([None] * 6), nc([30, 35, 40, 31, 36, 41]), "lower") == FAILED
+    assert decide(nc([10, 12, 11]), nc([None] * 3), "lower") == INCONCLUSIVE
+    # No seed of either reached it: a tie, which no number of seeds breaks.
+    assert compare(nc([None, None]), nc([None, None]), "lower").undecidable
+    # Only some seeds of a side reached it: ranked as well, the NC seeds below every round reached.
+    assert decide(nc([10, None, 12, 11, 10, 13]), nc([20, 21, 22, 20, 21, 22]), "lower") == INCONCLUSIVE  # 5 of 6
+    assert decide(nc([10, 11, 12, 10, 11, 12]), nc([20, None, 22, 21, None, 20]), "lower") == HELD
     # One seed a side: never separated, even by NC.
-    assert decide([10], [None], "lower") == INCONCLUSIVE
+    assert decide(nc([10]), nc([None]), "lower") == INCONCLUSIVE
     # NaN counts as no value too (a diverged seed's accuracy).
-    assert decide([0.9, 0.91], [float("nan"), float("nan")], "higher") == HELD
+    nan = float("nan")
+    assert decide(nc([0.9, 0.91, 0.92, 0.9, 0.91, 0.92], "higher"), nc([nan] * 6, "higher"), "higher") == HELD
+    # Values missing without a mark (not the run's own outcome) are unknown: nothing is decided on them.
+    assert decide([10, 12], [None, None], "lower") == INCONCLUSIVE
     # Every seed reached it on both sides: Welch on the rounds, lower is better.
     first, second = [10, 11, 12, 13], [12, 13, 14, 15, 16]
     assert decide(first, second, "lower") == HELD

@@ -487,3 +487,23 @@ def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
     assert "- 3 seeds (0, 1, 2), 3 run(s): fedcurv_e50_fedavg, fedcurv_e50_fedcurv, fedcurv_e50_fedprox" in seeds_part
     assert "- 2 seeds (0, 1), 1 run(s): my_idea" in seeds_part
     assert "- 1 seed (0), 2 run(s): fedcurv_e10_fedavg, fedcurv_e10_fedcurv" in seeds_part
+
+
+def test_a_diverged_seed_is_marked_worst_only_where_its_divergence_explains_the_missing_value():
+    """accuracy_means(at) marks a diverged seed as its worst outcome only if it diverged by round `at`; rounds
+    to a target on the moving mean keep a round reached before the divergence."""
+    from pipeline.report.common import RunResult, SeededRun
+
+    nan = float("nan")
+    ok = RunResult("x", 0, {}, {"status": "ok"}, [1, 2, 3, 4, 5, 6], [0.9] * 6)
+    late = RunResult("x", 1, {}, {"status": "diverged"}, [1, 2, 3, 4, 5, 6], [0.9] * 5 + [nan])
+    early = RunResult("x", 2, {}, {"status": "diverged"}, [1, 2], [0.9, nan])
+    run = SeededRun("x", [ok, late, early])
+    at_five = run.accuracy_means(at=5)
+    # Seed 1 diverged after round 5: its missing mean (the old convention: a diverged seed has none) is
+    # unknown, not worst; seed 2 diverged at round 2: worst.
+    assert list(at_five)[0] == pytest.approx(90.0) and at_five.worst == (False, False, True)
+    assert at_five.better == "higher" and run.accuracy_means().worst == (False, True, True)
+    # Seed 1's 5-round moving mean reached 0.85 at round 5, before it diverged: that round stands.
+    assert list(run.rounds_to_moving(0.85)) == [5, 5, None]
+    assert run.rounds_to_moving(0.85).worst == (False, False, True)

@@ -302,7 +302,7 @@ def test_table1_notes_state_the_stand_in_criteria_and_the_measured_ceiling(tmp_p
     runs.update(results_of(mu_run("fedcurv_grid_e10_standin_mu_1em3", 1e-3, [25, 26, 28])))
     fedcurv.table1(runs, PUBLISHED, tmp_path, "default")
     (search,) = [n for n in (tmp_path / "table1.md").read_text().split("\n- ") if n.startswith("(3) measured")]
-    assert search.startswith("(3) measured: searched (λ not searched; μ at E = 10), the values found used at both E")
+    assert search.startswith("(3) measured: searched (λ not searched; μ at E = 10); a value searched at one E only is used at both")
 
 
 def test_table1_has_no_stand_in_notes_for_the_papers_own_settings(tmp_path):

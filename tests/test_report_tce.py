@@ -577,7 +577,7 @@ def test_an_lr_without_values_is_out_when_every_seed_ranks_below_the_best():
     best_tce, best_fedavg = [0.50, 0.52, 0.54] * 2, [0.40, 0.42, 0.44] * 2
     diverged = [None, 0.32, None, 0.31, None, 0.35]
     grids = {
-        "tce_gn": {0.1: PerSeed(best_tce, six), 0.3: PerSeed(diverged, six, [True] * 6)},
+        "tce_gn": {0.1: PerSeed(best_tce, six), 0.3: PerSeed(diverged, six, [True] * 6, "higher")},
         "fedavg_gn": {0.1: PerSeed(best_fedavg, six), 0.3: PerSeed([0.391, 0.41, 0.429] * 2, six)}}
     claim = tce.near_best_claim({("cifar10", m): g for m, g in grids.items()}, PUBLISHED)
     assert claim.status == "failed"

@@ -86,11 +86,14 @@ def test_a_constant_paired_difference_goes_to_the_exact_sign_flip_test():
     assert tie.status == INCONCLUSIVE and "equal on every seed" in power_line(tie)
 
 
-def test_seeds_without_a_value_follow_the_nc_rule_when_paired():
+def test_seeds_without_a_known_value_leave_a_comparison_open():
+    # Values missing for a reason other than the run's own outcome (no worst-outcome mark): nothing is known
+    # of them, so even every seed of one side against none of the other decides nothing.
     reached, never = PerSeed([10, 12, 11], SEEDS), PerSeed([None, None, None], SEEDS)
-    assert compare(reached, never, "lower").status == HELD
+    assert compare(reached, never, "lower").status == INCONCLUSIVE
     partial = compare(PerSeed([10, None, 11], SEEDS), PerSeed([20, 21, 22], SEEDS), "lower")
     assert partial.status == INCONCLUSIVE and power_line(partial).startswith("cannot be decided")
+    assert "without a known value" in partial.reason
 
 
 def test_per_seed_values_keep_their_seeds_through_map():
@@ -314,25 +317,25 @@ def test_seeds_marked_worst_rank_below_every_seed_with_a_value():
     six = tuple(range(6))
     # Accuracy: the first side diverged on seeds 0 and 3 and is below the second on the others; higher is
     # better, so every untied seed points against it: p = 2/2^6, failed (under the old rule: undecidable).
-    first = PerSeed([None, 0.60, 0.61, None, 0.58, 0.62], six, [True] * 6)
-    second = PerSeed([0.70, 0.71, 0.69, 0.72, 0.70, 0.68], six, [True] * 6)
+    first = PerSeed([None, 0.60, 0.61, None, 0.58, 0.62], six, [True] * 6, "higher")
+    second = PerSeed([0.70, 0.71, 0.69, 0.72, 0.70, 0.68], six, [True] * 6, "higher")
     comparison = compare(first, second, "higher")
     assert (comparison.status, comparison.test) == (FAILED, WILCOXON)
     assert comparison.p == pytest.approx(2 / 64) and comparison.effect == -1.0
     assert "2 of 6 vs 0 of 6 seeds without a value" in comparison.reason
     assert "on the 4 seeds where both sides have a value alone: paired t" in comparison.reason
     # Rounds to a target, lower is better: NC is later than any round reached.
-    reached = PerSeed([10, 12, 11, 13, 10, 12], six, [True] * 6)
-    never = PerSeed([None] * 6, six, [True] * 6)
+    reached = PerSeed([10, 12, 11, 13, 10, 12], six, [True] * 6, "lower")
+    never = PerSeed([None] * 6, six, [True] * 6, "lower")
     assert compare(reached, never, "lower").status == HELD and compare(never, reached, "lower").status == FAILED
     # Where both sides lack a value on a seed, it ties and drops out: 5 untied seeds, p = 2/2^5 (open).
-    both_missing = PerSeed([None, 0.60, 0.61, 0.59, 0.58, 0.62], six, [True] * 6)
-    second_missing = PerSeed([None, 0.70, 0.71, 0.69, 0.72, 0.70], six, [True] * 6)
+    both_missing = PerSeed([None, 0.60, 0.61, 0.59, 0.58, 0.62], six, [True] * 6, "higher")
+    second_missing = PerSeed([None, 0.70, 0.71, 0.69, 0.72, 0.70], six, [True] * 6, "higher")
     open_one = compare(both_missing, second_missing, "higher")
     assert open_one.status == INCONCLUSIVE and open_one.p == pytest.approx(2 / 32)
     # Unpaired (different seeds): Mann-Whitney, the seeds without a value tied at the bottom.
-    mw = compare(PerSeed([0.7, 0.71, 0.72, 0.73], (0, 1, 2, 3), [True] * 4),
-                 PerSeed([None, 0.5, None, 0.52], (4, 5, 6, 7), [True] * 4), "higher")
+    mw = compare(PerSeed([0.7, 0.71, 0.72, 0.73], (0, 1, 2, 3), [True] * 4, "higher"),
+                 PerSeed([None, 0.5, None, 0.52], (4, 5, 6, 7), [True] * 4, "higher"), "higher")
     assert mw.test == MANN_WHITNEY and mw.status == HELD
     assert mw.p == pytest.approx(rank_sum_p_by_enumeration([4, 5, 6, 7], [0, 1, 0, 1])) == pytest.approx(2 / 70)
 
@@ -342,12 +345,13 @@ def test_a_value_missing_for_another_reason_stays_unknown():
     # old rule keeps it undecided however the other seeds fall.
     six = tuple(range(6))
     unmarked = PerSeed([None, 0.60, 0.61, None, 0.58, 0.62], six)
-    second = PerSeed([0.70, 0.71, 0.69, 0.72, 0.70, 0.68], six, [True] * 6)
+    second = PerSeed([0.70, 0.71, 0.69, 0.72, 0.70, 0.68], six, [True] * 6, "higher")
     comparison = compare(unmarked, second, "higher")
     assert comparison.status == INCONCLUSIVE and comparison.test == "" and comparison.undecidable
+    assert "without a known value" in comparison.reason
     # A mark survives `map` (a shift by points, a change of unit), and marks only seeds without a value.
-    shifted = PerSeed([None, 0.6], (0, 1), [True, True]).map(lambda v: v + 3)
-    assert shifted.worst == (True, False) and list(shifted) == [None, 3.6]
+    shifted = PerSeed([None, 0.6], (0, 1), [True, True], "higher").map(lambda v: v + 3)
+    assert shifted.worst == (True, False) and shifted.better == "higher" and list(shifted) == [None, 3.6]
 
 
 def test_the_power_of_a_rank_test_by_noethers_formula():
@@ -367,7 +371,22 @@ def test_the_power_of_a_rank_test_by_noethers_formula():
     assert rank_seeds_for_power(dataclasses.replace(paired_case, scores=((0.0, 0.0, -1, -2, -3, -4),))) == 9
     assert rank_seeds_for_power(dataclasses.replace(unpaired, scores=((2.0, 3.0), (0.0, 1.0)))) == 4
     # The power line names the test and the seeds, and says when the seeds point against the claim.
-    three = compare(PerSeed([None, None, None], SEEDS, [True] * 3), PerSeed([1.0, 2.0, 3.0], SEEDS, [True] * 3))
+    three = compare(PerSeed([None, None, None], SEEDS, [True] * 3, "higher"),
+                    PerSeed([1.0, 2.0, 3.0], SEEDS, [True] * 3, "higher"))
     assert three.status == INCONCLUSIVE and three.p == pytest.approx(0.25)
     line = power_line(three)
     assert "Wilcoxon signed-rank" in line and "6 seeds a side would decide it" in line and "as failed" in line
+
+
+def test_a_claim_that_reads_the_measure_the_other_way_counts_a_seed_without_a_value_for_it():
+    # "The first is less accurate": a diverged seed of the first is the least accurate of all, so it counts for
+    # the claim, not against it (the worst is placed by the measure's own direction, `better`).
+    six = tuple(range(6))
+    first = PerSeed([None, 0.60, 0.61, None, 0.58, 0.62], six, [True] * 6, "higher")
+    second = PerSeed([0.70, 0.71, 0.69, 0.72, 0.70, 0.68], six, [True] * 6, "higher")
+    assert compare(first, second, "lower").status == HELD and compare(second, first, "lower").status == FAILED
+    # Marks that disagree on the measure's direction rank nothing.
+    rounds = PerSeed([None, 10, 11, None, 12, 13], six, [True] * 6, "lower")
+    assert compare(first, rounds, "higher").test == ""
+    with pytest.raises(ValueError, match="needs the way the measure is better"):
+        PerSeed([None, 1.0], (0, 1), [True, False])

@@ -78,6 +78,14 @@ class RunResult:
             return None
         return list(self.accuracy[:self.rounds.index(at) + 1])
 
+    def diverged_by(self, at: int | None) -> bool:
+        """The seed diverged at or before round `at` (None: at all): its curve up to `at` is cut short or holds
+        a value that is not a number."""
+        if not self.diverged:
+            return False
+        curve = self.curve_until(at)
+        return curve is None or not all(has_value(v) for v in curve)
+
     def accuracy_mean(self, at: int | None = None, k: int = K_LAST) -> float | None:
         """Mean test accuracy (fraction) over the last `k` evaluated rounds up to round `at` (None: the
         seed's last round); None if the seed diverged or never got to round `at`."""
@@ -163,35 +171,37 @@ class SeededRun:
                             "is not under partitions")
         return self.partition
 
-    def per_seed(self, values: list, worst: list | None = None) -> PerSeed:
+    def per_seed(self, values: list, worst: list | None = None, better: str | None = None) -> PerSeed:
         """Values in this run's seed order, carrying the seeds (so that comparisons pair by seed); `worst`
-        marks the seeds whose missing value is the run's worst outcome (`PerSeed.worst`)."""
-        return PerSeed(values, self.seeds, worst)
+        marks the seeds whose missing value is the run's worst outcome, `better` the way the measure is
+        better (`PerSeed`)."""
+        return PerSeed(values, self.seeds, worst, better)
 
     def rounds_to(self, target: float, diverged_as_nc: bool = False) -> PerSeed:
         """Per seed: rounds to `target`, the paper's reading (the first round at or above it; None: never
         reached, the worst outcome; with diverged_as_nc, also a diverged seed)."""
         values = [None if diverged_as_nc and r.diverged else r.rounds_to(target) for r in self.results]
-        return self.per_seed(values, [True] * len(values))
+        return self.per_seed(values, [True] * len(values), "lower")
 
     def rounds_to_moving(self, target: float, k: int = K_LAST) -> PerSeed:
         """Per seed: the first round at which the mean of its last `k` evaluated rounds reaches `target`
-        (None: never, or diverged before; either is the worst outcome)."""
-        values = [None if r.diverged else rounds_to_target_moving(r.rounds, r.accuracy, target, k) for r in self.results]
-        return self.per_seed(values, [True] * len(values))
+        (None: never, or diverged before: either is the worst outcome; a window holding a diverged round has
+        no mean)."""
+        values = [rounds_to_target_moving(r.rounds, r.accuracy, target, k) for r in self.results]
+        return self.per_seed(values, [True] * len(values), "lower")
 
     def accuracy_means(self, at: int | None = None, k: int = K_LAST, percent: bool = True) -> PerSeed:
         """Per seed: the mean accuracy over its last `k` evaluated rounds up to `at` (k = 1: the accuracy
-        after that round); None for a diverged seed (the worst outcome) or one that never got to round `at`
-        (unknown)."""
+        after that round); None for a diverged seed (the worst outcome when it diverged by round `at`) or
+        one that never got to round `at` (unknown)."""
         scale = 100.0 if percent else 1.0
         return self.per_seed([None if (v := r.accuracy_mean(at, k)) is None else scale * v for r in self.results],
-                             [r.diverged for r in self.results])
+                             [r.diverged_by(at) for r in self.results], "higher")
 
     def final_accuracies(self) -> PerSeed:
         """Per seed: the summary's final accuracy (fraction); None for a diverged seed (the worst outcome)."""
         return self.per_seed([None if r.diverged else r.summary.get("final_accuracy") for r in self.results],
-                             [r.diverged for r in self.results])
+                             [r.diverged for r in self.results], "higher")
 
     def matches_paper(self, algorithm: dict | None = None) -> bool:
         """The run's settings are the paper's: nothing scaled, and the algorithm's hyperparameters named

@@ -181,8 +181,8 @@ def search_measurement(results: dict) -> str:
                       else f"{HYPERPARAMETER[a][1]} not searched" for a, e in searched.items())
     if all(set(e) == set(EPOCHS) for e in searched.values()):
         return f"(3) measured: searched per E ({per_e}): met"
-    return (f"(3) measured: searched ({per_e}), the values found used at both E (grid_search.md): missed, the "
-            "paper searches per E; a known misfit, not changed in this profile")
+    return (f"(3) measured: searched ({per_e}); a value searched at one E only is used at both (grid_search.md): "
+            "missed, the paper searches per E; a known misfit, not changed in this profile")
 
 
 def table1(results: dict, published: dict, out_dir: Path, profile: str) -> None:
@@ -344,9 +344,12 @@ def grid_search(results: dict, published: dict, out_dir: Path, profile: str) -> 
              "description of the search, not a claim"]
     if profile == "default":
         notes.append("default profile: mu carried over from the paper's CNN (1e-6 to 1e-4) leaves the MLP "
-                     "stand-in's FedProx equal to FedAvg, so the stand-in searched mu again from 1e-3 to 1 "
-                     "(fedcurv_grid_e10_standin_*, E = 10 only, for time); the stand-in's FedProx runs at both "
-                     "E use the largest mu among the values tied on seed 0's first crossing, named in Table 1's row")
+                     "stand-in's FedProx equal to FedAvg, so the stand-in searched mu again from 1e-3 to 1, at each "
+                     "E (fedcurv_grid_e10_standin_*, fedcurv_grid_e50_standin_*), keeping the largest of the "
+                     "values tied for the fewest rounds: at the paper's E = 10 on seed 0's first crossing, at E = 50 "
+                     "by a rule written in params.yaml before its runs were read (seeds 0-2, the moving mean, within "
+                     "one round); both kept the value the FedProx runs use, named in Table 1's row "
+                     "(docs/papers/fedcurv.md)")
     misfit = mu_search_note(results, published)
     if misfit:
         notes.append(misfit)

@@ -367,7 +367,8 @@ def top_average(run: SeededRun | None) -> tuple[PerSeed, PerSeed]:
         else:
             tops.append(100.0 * max(curve))
             averages.append(100.0 * sum(curve) / len(curve))
-    return run.per_seed(tops), run.per_seed(averages)
+    diverged = [result.diverged for result in run.results]  # a diverged seed's accuracy: its worst outcome
+    return run.per_seed(tops, diverged, "higher"), run.per_seed(averages, diverged, "higher")
 
 
 def top_average_gap(run: SeededRun) -> PerSeed:
@@ -459,7 +460,7 @@ def late_average(run: SeededRun) -> PerSeed:
     for result in run.results:
         late = [a for r, a in zip(result.rounds, result.accuracy) if r > start and has_value(a)]
         values.append(None if result.diverged or not late else 100.0 * sum(late) / len(late))
-    return run.per_seed(values)
+    return run.per_seed(values, [result.diverged for result in run.results], "higher")
 
 
 # ---------------------------------------------------------------- figures

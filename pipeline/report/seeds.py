@@ -18,11 +18,11 @@ Edge cases, decided here and stated in RULE:
   decides then: sign flips of the n differences (p = 2 / 2^n: 6 seeds at least) or relabellings of
   the n1 + n2 values (p = 2 / C(n1 + n2, n1): 4 seeds a side). Equal values are a tie: inconclusive.
 - seeds without a value as their run's worst outcome (diverged, never reached the target, ended near
-  chance: `PerSeed.worst`): ranked below every seed with a value, and a rank test decides (Wilcoxon's
-  signed-rank paired, Mann-Whitney's U otherwise; two seeds without a value tie). A value missing for
-  another reason (a ratio of two runs one of which has none) is unknown: if every seed of one side has a
-  value and no seed of the other does (n >= 2 each), the side with values is better; otherwise, and if
-  no seed of either side has one, inconclusive.
+  chance: `PerSeed.worst`, with the way the measure is better, `PerSeed.better`): ranked below every
+  seed with a value, and a rank test decides (Wilcoxon's signed-rank paired, Mann-Whitney's U
+  otherwise; two seeds without a value tie). A value missing for another reason (a ratio of two runs
+  one of which has none, a round the run never trained to) is unknown: inconclusive, since nothing is
+  known of it.
 - a tie of means (or p >= alpha): inconclusive, never failed; "failed" needs the seeds to separate the
   sides the other way.
 
@@ -66,8 +66,9 @@ RULE = (
     f"paired, 2/C(n1 + n2, n1) unpaired). A seed that diverged, never reached the target (NC) or ended near "
     f"chance has no number but has an outcome, the worst: it ranks below every seed with a value, and a rank "
     f"test decides instead of the t-test — **Wilcoxon signed-rank** on the paired differences (two seeds "
-    f"without a value tie and drop out), **Mann-Whitney U** unpaired, both exact (docs/methodology.md#seeds-"
-    f"without-a-value). A claim made of several "
+    f"without a value tie and drop out), **Mann-Whitney U** unpaired, exact up to {EXACT_RANKS_UP_TO} seeds "
+    f"(docs/methodology.md#seeds-without-a-value); a value missing for another reason (a ratio of two runs one "
+    f"of which has none) is unknown, and leaves the comparison inconclusive. A claim made of several "
     f"comparisons (best of an ablation: the full method against each other method; an ordering; 'at every "
     f"rate') is held when every comparison is held, failed when any is failed, else inconclusive. 'Within 1 "
     f"point or better' shifts the first side up by 1 point before the test. A count claim ('more learning "
@@ -88,12 +89,14 @@ class PerSeed(list):
     `map` (a list comprehension drops the seeds, and the comparison falls back to Welch).
 
     `worst` marks, per seed, a missing value that is its run's worst outcome: the run diverged, never
-    reached the target, or ended near chance. `compare` ranks such a seed below every seed with a value.
-    A value missing for any other reason (a ratio or difference of two runs one of which has none, a
-    round the run never trained to) is unknown, and stays so: nothing is made up for it."""
+    reached the target, or ended near chance; `better` says which way the measure is better ("higher"
+    for accuracy, "lower" for rounds to a target), so that the worst is placed at its bottom whatever
+    way a claim compares. `compare` ranks such a seed below every seed with a value. A value missing for
+    any other reason (a ratio or difference of two runs one of which has none, a round the run never
+    trained to) is unknown, and stays so: nothing is made up for it."""
 
     def __init__(self, values: Iterable = (), seeds: Iterable[int] | None = None,
-                 worst: Iterable[bool] | None = None):
+                 worst: Iterable[bool] | None = None, better: str | None = None):
         super().__init__(values)
         self.seeds = None if seeds is None else tuple(int(s) for s in seeds)
         if self.seeds is not None and len(self.seeds) != len(self):
@@ -102,11 +105,16 @@ class PerSeed(list):
             else (False,) * len(self)
         if len(self.worst) != len(self):
             raise ValueError(f"{len(self)} values for {len(self.worst)} worst-outcome marks")
+        if better not in (None, "higher", "lower"):
+            raise ValueError(f"better must be 'higher', 'lower' or None, got {better!r}")
+        if any(self.worst) and better is None:
+            raise ValueError("a worst-outcome mark needs the way the measure is better ('higher' or 'lower')")
+        self.better = better
 
     @classmethod
-    def from_dict(cls, by_seed: dict, worst_seeds: Iterable[int] = ()) -> "PerSeed":
+    def from_dict(cls, by_seed: dict, worst_seeds: Iterable[int] = (), better: str | None = None) -> "PerSeed":
         seeds, worst = sorted(by_seed), set(worst_seeds)
-        return cls([by_seed[s] for s in seeds], seeds, [s in worst for s in seeds])
+        return cls([by_seed[s] for s in seeds], seeds, [s in worst for s in seeds], better)
 
     def by_seed(self) -> dict:
         if self.seeds is None:
@@ -115,14 +123,22 @@ class PerSeed(list):
 
     def map(self, transform: Callable) -> "PerSeed":
         """transform(value) for each value that exists (None and NaN stay as they are, and so do their
-        worst-outcome marks), seeds kept."""
-        return PerSeed([transform(v) if has_value(v) else v for v in self], self.seeds, self.worst)
+        worst-outcome marks), seeds kept. The transform must keep the measure's direction (a shift, a
+        change of unit)."""
+        return PerSeed([transform(v) if has_value(v) else v for v in self], self.seeds, self.worst, self.better)
 
 
 def worst_marks(values: Sequence) -> tuple[bool, ...]:
     """Per position: is the value missing as its run's worst outcome (`PerSeed.worst`)? False for a
     plain list, which carries no marks."""
     return tuple(getattr(values, "worst", None) or (False,) * len(values))
+
+
+def worst_direction(first: Sequence, second: Sequence) -> str | None:
+    """The way the measure is better for the sides' worst-outcome marks: the `better` of every side that has
+    a marked seed, when they agree; None when no side has one, or they disagree (then nothing is ranked)."""
+    directions = {getattr(side, "better", None) for side in (first, second) if any(worst_marks(side))}
+    return directions.pop() if len(directions) == 1 else None
 
 
 def has_value(value) -> bool:
@@ -254,19 +270,16 @@ def exact_seeds(is_paired: bool, alpha: float = ALPHA) -> int:
 
 
 def _without_values(first: list, second: list, n1: int, n2: int) -> Comparison:
-    """The NC rule, for sides where some seeds have no value (never reached the target, or diverged)."""
+    """Seeds without a value for a reason other than their run's outcome (a ratio of two runs one of which
+    has none): nothing is known of them, so the comparison is not decided."""
     a = [v for v in first if has_value(v)]
     b = [v for v in second if has_value(v)]
-    if len(a) == n1 and not b:
-        return Comparison(HELD, "every seed of the first has a value, no seed of the second", n1, n2)
-    if len(b) == n2 and not a:
-        return Comparison(FAILED, "every seed of the second has a value, no seed of the first", n1, n2)
     if not a and not b:
         return Comparison(INCONCLUSIVE, "no seed of either side has a value", n1, n2,
                           undecidable="no seed of either side has a value (none reaches the target, or all diverged)")
-    return Comparison(INCONCLUSIVE, f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a value", n1, n2,
-                      undecidable=f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a value (NC or "
-                                  "diverged): a t-test has no number for them, and more seeds keep some")
+    return Comparison(INCONCLUSIVE, f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a known value",
+                      n1, n2, undecidable=f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a known "
+                                          "value (not their run's outcome, so not ranked): more seeds keep some")
 
 
 def _verdict(p: float, difference: float, alpha: float) -> str:
@@ -283,7 +296,7 @@ def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: fl
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
     seeds, why_unpaired = pairing(first, second)
-    worst = worst_marks(first) + worst_marks(second)
+    worst, natural = worst_marks(first) + worst_marks(second), worst_direction(first, second)
     if seeds is not None:  # both sides in the same seed order (both carry their seeds: PerSeed)
         position_first = {s: i for i, s in enumerate(cast(PerSeed, first).seeds or ())}
         position_second = {s: i for i, s in enumerate(cast(PerSeed, second).seeds or ())}
@@ -298,8 +311,9 @@ def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: fl
     sign = 1 if better == "higher" else -1
     if not all(has_value(v) for v in first + second):
         every_missing_is_worst = all(w for v, w in zip(first + second, worst) if not has_value(v))
-        if every_missing_is_worst and any(has_value(v) for v in first + second):
-            return _compare_ranked(first, second, sign, seeds is not None, alpha, why_unpaired)
+        if every_missing_is_worst and natural is not None and any(has_value(v) for v in first + second):
+            natural_sign = 1 if natural == "higher" else -1
+            return _compare_ranked(first, second, sign, natural_sign, seeds is not None, alpha, why_unpaired)
         return _without_values(first, second, n1, n2)
     a, b = [float(v) for v in first], [float(v) for v in second]
     if seeds is not None:
@@ -372,15 +386,19 @@ def _compare_welch(a: list[float], b: list[float], sign: int, alpha: float, why_
 # without a value tie, and a tie is dropped), Mann-Whitney's U unpaired. Both are exact up to
 # EXACT_RANKS_UP_TO seeds, mid-ranks for ties included.
 
-def worst_rank_scores(first: list, second: list, sign: int) -> tuple[list[float], list[float]]:
-    """Each value in the claimed direction (higher is better); a seed without one scored below every value of
-    either side by more than their range, so that a pair with one value has a larger difference than any pair
-    with two, and two seeds without a value tie."""
-    present = [sign * float(v) for v in first + second if has_value(v)]
+def worst_rank_scores(first: list, second: list, sign: int, natural_sign: int = 0) -> tuple[list[float], list[float]]:
+    """Each value in the claimed direction (`sign`: +1 when the claim wants the first side higher); a seed
+    without one scored beyond every value of either side by more than their range, at the bottom of the
+    measure's own direction (`natural_sign`: +1 when higher is better; 0: the claim's), so that a pair with one
+    value has a larger difference than any pair with two, and two seeds without a value tie. Where the claim
+    reads the measure the other way ("less accurate"), a seed without a value counts for the claim."""
+    natural_sign = natural_sign or sign
+    present = [natural_sign * float(v) for v in first + second if has_value(v)]
     floor = min(present) - (max(present) - min(present)) - 1.0
+    flip = sign * natural_sign
 
     def score(v) -> float:
-        return sign * float(v) if has_value(v) else floor
+        return flip * (natural_sign * float(v) if has_value(v) else floor)
     return [score(v) for v in first], [score(v) for v in second]
 
 
@@ -468,13 +486,13 @@ def _complete_seeds_words(first: list, second: list, is_paired: bool) -> str:
     return f"{where}: {'paired t' if is_paired else 'Welch'} p = {p:.3g}"
 
 
-def _compare_ranked(first: list, second: list, sign: int, is_paired: bool, alpha: float,
+def _compare_ranked(first: list, second: list, sign: int, natural_sign: int, is_paired: bool, alpha: float,
                     why_unpaired: str) -> Comparison:
     """The worst-rank rule, for sides where some seeds lack a value as their run's worst outcome."""
     n1, n2 = len(first), len(second)
     missing = (f"{sum(not has_value(v) for v in first)} of {n1} vs {sum(not has_value(v) for v in second)} of "
                f"{n2} seeds without a value (diverged, NC or near chance: ranked below every seed with one)")
-    a, b = worst_rank_scores(first, second, sign)
+    a, b = worst_rank_scores(first, second, sign, natural_sign)
     scores: tuple[tuple[float, ...], ...]
     if is_paired:
         differences = [x - y for x, y in zip(a, b)]

@@ -89,7 +89,7 @@ def nc_seeds(run: SeededRun | None) -> set[int]:
 def accuracy_values(run: SeededRun | None) -> PerSeed:
     """`accuracy_by_seed` in seed order (fractions), carrying the seeds so that claims pair them, and
     marking the NC seeds as their run's worst outcome (`seeds.PerSeed.worst`)."""
-    return PerSeed.from_dict(accuracy_by_seed(run), nc_seeds(run))
+    return PerSeed.from_dict(accuracy_by_seed(run), nc_seeds(run), "higher")
 
 
 def stand_ins(runs: dict) -> list[tuple[str, str]]:
