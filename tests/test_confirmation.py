@@ -242,7 +242,8 @@ def test_a_misspelt_claim_id_is_found_by_config_check():
 
 
 def test_the_committed_plan_is_pinned():
-    """The plan of 2026-11-27 (docs/methodology.md): which claims each sample decides. Changing it after the
+    """The plan of 2026-11-27 (docs/methodology.md): which claims each sample decides (the TCE samples in the
+    morning, FedWAvg's Table 3 sample in the afternoon, each before it trained). Changing it after the
     samples were read would bring an earlier verdict back, or move a sample onto another claim."""
     plan = {k: (r["confirms"]["run"], r["confirms"]["claims"], r["scaled"]["seeds"])
             for k, r in BASE["runs"].items() if r.get("confirms")}
@@ -252,7 +253,9 @@ def test_the_committed_plan_is_pinned():
                     "tce_c0p05_tce_gn_confirm": ("tce_c0p05_tce_gn", ["tce_margin_C"], seeds_24),
                     "tce_c0p05_fedavg_gn_confirm": ("tce_c0p05_fedavg_gn", ["tce_margin_C"], seeds_24),
                     "tce_cifar10_tce_bn_confirm": ("tce_cifar10_tce_bn", [BN_CLAIM], seeds_16),
-                    "tce_cifar10_fedavg_bn_confirm": ("tce_cifar10_fedavg_bn", [BN_CLAIM], seeds_16)}
+                    "tce_cifar10_fedavg_bn_confirm": ("tce_cifar10_fedavg_bn", [BN_CLAIM], seeds_16),
+                    "fedwavg_t3_c46_fedavg_confirm": ("fedwavg_t3_c46_fedavg", ["t3_minority_forgotten"],
+                                                      list(range(3, 36)))}
 
 
 def test_the_report_stage_says_a_bad_sample_in_one_line(monkeypatch, capsys):
@@ -268,3 +271,23 @@ def test_the_report_stage_says_a_bad_sample_in_one_line(monkeypatch, capsys):
     assert exit_.value.code == 2
     assert capsys.readouterr().err == ("error: runs.t.confirms: a second sample of r for claim 'c' (the first: s); "
                                        "a claim gets one\n")
+
+
+def test_fedwavgs_claims_alone_are_the_claims_its_report_builds(tmp_path):
+    """claims_of (what a confirmatory sample is decided by) places the runs as build does: on the committed
+    results, the same ids, statuses and evidence."""
+    import yaml
+
+    from pipeline.config import GRID_FILE, grid_runs, read_yaml
+    from pipeline.report import fedwavg
+    from pipeline.report.__main__ import PUBLISHED, planned_samples
+    from pipeline.report.common import ReportContext, load_results
+
+    params = load_params(ROOT / "params.yaml")
+    grid = read_yaml(ROOT / GRID_FILE)["grid"]
+    results = load_results(grid_runs(grid), ROOT / "reports" / "runs", params.get("partitions") or {})
+    context = ReportContext("default", results, yaml.safe_load(PUBLISHED.read_text())["fedwavg"], tmp_path,
+                            ROOT / "reports" / "partitions", frozenset(grid["partitions"]),
+                            planned_samples(params, grid))
+    built, alone = fedwavg.build(context), fedwavg.claims_of(context)
+    assert [(c.id, c.status, c.evidence) for c in alone] == [(c.id, c.status, c.evidence) for c in built]

@@ -723,6 +723,14 @@ def claims(published: dict, table1_placed: dict, by_clusters: dict, table45_plac
 
 # ---------------------------------------------------------------- the report
 
+def claims_of(context: ReportContext) -> list[Claim]:
+    """The claims alone, nothing written (report/confirmation.py builds them again on a confirmatory sample):
+    the same placements the tables and figures make."""
+    runs = context.runs_of(PAPER)
+    by_clusters = {clusters_of(r): r for r in cluster_runs(runs, 100) if method_of(r) == "fedavg"}
+    return claims(context.published, table1_runs(runs), by_clusters, table45_runs(runs)[0], long_runs(runs))
+
+
 def build(context: ReportContext) -> list[Claim]:
     out_dir, published = context.out_dir, context.published
     out_dir.mkdir(parents=True, exist_ok=True)
