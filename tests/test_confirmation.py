@@ -243,7 +243,7 @@ def test_a_misspelt_claim_id_is_found_by_config_check():
 
 def test_the_committed_plan_is_pinned():
     """The plan of 2026-11-27 (docs/methodology.md): which claims each sample decides (the TCE samples in the
-    morning, FedWAvg's Table 3 sample in the afternoon, each before it trained). Changing it after the
+    morning, FedWAvg's Table 3 sample later that morning, each before it trained). Changing it after the
     samples were read would bring an earlier verdict back, or move a sample onto another claim."""
     plan = {k: (r["confirms"]["run"], r["confirms"]["claims"], r["scaled"]["seeds"])
             for k, r in BASE["runs"].items() if r.get("confirms")}

@@ -95,12 +95,13 @@ def test_every_run_has_at_least_three_seeds_in_every_profile(paper_params):
 
 
 def test_plan_verbose_lists_only_the_keys_the_default_profile_changed():
-    # fedwavg_t2_c28_fedavg runs the paper's E = 5: not listed as a scaling; its rounds (100 -> 10) and
-    # model are.
+    # fedwavg_t2_c28_fedavg runs the paper's E = 5 and its BatchNorm: neither listed as a scaling; its rounds
+    # (100 -> 10) and model are.
     result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "default", "--verbose"],
                             cwd=REPO, capture_output=True, text=True, check=True)
     block = result.stdout.split("fedwavg_t2_c28_fedavg ", 1)[1].split("\nfedwavg_", 1)[0]
-    assert "scaled rounds: paper 100 -> 10" in block and "scaled model: paper resnet_shallow -> mlp_200" in block
+    assert "scaled rounds: paper 100 -> 10" in block and "scaled model: paper resnet_shallow -> cnn_small" in block
+    assert "scaled norm" not in block
     assert "scaled local_epochs" not in block and "    local_epochs: 5" in block
     # fedwavg_long scales both: the paper's E = 10 -> 5 and its rounds 1000 -> 20.
     block = result.stdout.split("fedwavg_long_c28_fedavg ", 1)[1].split("\nfedwavg_", 1)[0]
