@@ -32,6 +32,7 @@ number of seeds decides it at this scale.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import warnings
@@ -132,6 +133,15 @@ def worst_marks(values: Sequence) -> tuple[bool, ...]:
     """Per position: is the value missing as its run's worst outcome (`PerSeed.worst`)? False for a
     plain list, which carries no marks."""
     return tuple(getattr(values, "worst", None) or (False,) * len(values))
+
+
+def in_seed_order(side: Sequence, seeds: list[int] | None) -> tuple[list, tuple[bool, ...]]:
+    """A side's values and worst-outcome marks in the order of `seeds` (None: as they are)."""
+    marks = worst_marks(side)
+    if seeds is None:
+        return list(side), marks
+    position = {s: i for i, s in enumerate(cast(PerSeed, side).seeds or ())}
+    return [side[position[s]] for s in seeds], tuple(marks[position[s]] for s in seeds)
 
 
 def worst_direction(first: Sequence, second: Sequence) -> str | None:
@@ -296,14 +306,9 @@ def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: fl
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
     seeds, why_unpaired = pairing(first, second)
-    worst, natural = worst_marks(first) + worst_marks(second), worst_direction(first, second)
-    if seeds is not None:  # both sides in the same seed order (both carry their seeds: PerSeed)
-        position_first = {s: i for i, s in enumerate(cast(PerSeed, first).seeds or ())}
-        position_second = {s: i for i, s in enumerate(cast(PerSeed, second).seeds or ())}
-        worst = (tuple(worst[position_first[s]] for s in seeds)
-                 + tuple(worst[len(first) + position_second[s]] for s in seeds))
-        first, second = [first[position_first[s]] for s in seeds], [second[position_second[s]] for s in seeds]
-    first, second = list(first), list(second)
+    natural = worst_direction(first, second)
+    (first, worst_first), (second, worst_second) = in_seed_order(first, seeds), in_seed_order(second, seeds)
+    worst = worst_first + worst_second
     n1, n2 = len(first), len(second)
     if n1 < 2 or n2 < 2:
         return Comparison(INCONCLUSIVE, f"n = {n1} vs {n2}: a single seed cannot separate", n1, n2,
@@ -338,7 +343,7 @@ def _exact(effect: float, n1: int, n2: int, is_paired: bool, alpha: float, why: 
                       effect, 0.0)
 
 
-def _t_test(p: float, effect: float, sd: float, n1: int, n2: int, test: str, alpha: float, text: str) -> Comparison:
+def _t_test(p: float, effect: float, sd: float | None, n1: int, n2: int, test: str, alpha: float, text: str) -> Comparison:
     status = _verdict(p, effect, alpha)
     if status == INCONCLUSIVE:
         text += f" (not < {alpha:g})" if p >= alpha else " (a tie of means)"
@@ -386,13 +391,12 @@ def _compare_welch(a: list[float], b: list[float], sign: int, alpha: float, why_
 # without a value tie, and a tie is dropped), Mann-Whitney's U unpaired. Both are exact up to
 # EXACT_RANKS_UP_TO seeds, mid-ranks for ties included.
 
-def worst_rank_scores(first: list, second: list, sign: int, natural_sign: int = 0) -> tuple[list[float], list[float]]:
+def worst_rank_scores(first: list, second: list, sign: int, natural_sign: int) -> tuple[list[float], list[float]]:
     """Each value in the claimed direction (`sign`: +1 when the claim wants the first side higher); a seed
     without one scored beyond every value of either side by more than their range, at the bottom of the
-    measure's own direction (`natural_sign`: +1 when higher is better; 0: the claim's), so that a pair with one
-    value has a larger difference than any pair with two, and two seeds without a value tie. Where the claim
-    reads the measure the other way ("less accurate"), a seed without a value counts for the claim."""
-    natural_sign = natural_sign or sign
+    measure's own direction (`natural_sign`: +1 when higher is better), so that a pair with one value has a
+    larger difference than any pair with two, and two seeds without a value tie. Where the claim reads the
+    measure the other way ("less accurate"), a seed without a value counts for the claim."""
     present = [natural_sign * float(v) for v in first + second if has_value(v)]
     floor = min(present) - (max(present) - min(present)) - 1.0
     flip = sign * natural_sign
@@ -505,10 +509,8 @@ def _compare_ranked(first: list, second: list, sign: int, natural_sign: int, is_
         p, r_biserial = rank_sum_test(a, b)
         test, scores = MANN_WHITNEY, (tuple(a), tuple(b))
         text = f"{missing}; Mann-Whitney U: p = {p:.3g}; {why_unpaired}"
-    comparison = _t_test(p, r_biserial, 0.0, n1, n2, test, alpha, text)
-    comparison.sd, comparison.scores = None, scores
-    comparison.reason += f" ({_complete_seeds_words(first, second, is_paired)})"
-    return comparison
+    text += f" ({_complete_seeds_words(first, second, is_paired)})"
+    return dataclasses.replace(_t_test(p, r_biserial, None, n1, n2, test, alpha, text), scores=scores)
 
 
 def rank_seeds_for_power(comparison: Comparison, power: float = POWER, alpha: float = ALPHA,
