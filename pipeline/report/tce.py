@@ -60,13 +60,18 @@ def is_main(run: SeededRun) -> bool:
     return bool(run.settings.get("probe_rounds"))
 
 
+def chance_floor(run: SeededRun) -> float:
+    """The accuracy at or below which a last model counts as near chance (NC): CHANCE_FACTOR x 1/classes."""
+    return CHANCE_FACTOR / dataset_spec(run.settings["dataset"]).classes
+
+
 def accuracy_by_seed(run: SeededRun | None) -> dict:
     """seed -> its mean test accuracy over the last 5 evaluated rounds (the last model's, for results
     trained before the test set was evaluated there); None for an NC seed (diverged, or a last model
     near chance)."""
     if run is None:
         return {}
-    floor = CHANCE_FACTOR / dataset_spec(run.settings["dataset"]).classes
+    floor = chance_floor(run)
     values = {}
     for result in run.results:
         last_model = result.summary.get("final_test_accuracy")
@@ -81,7 +86,7 @@ def nc_seeds(run: SeededRun | None) -> set[int]:
     (a seed without a summary accuracy for another reason is unknown, not NC)."""
     if run is None:
         return set()
-    floor = CHANCE_FACTOR / dataset_spec(run.settings["dataset"]).classes
+    floor = chance_floor(run)
     return {r.seed for r in run.results
             if r.diverged or (has_value(last := r.summary.get("final_test_accuracy")) and last <= floor)}
 
