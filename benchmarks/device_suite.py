@@ -14,12 +14,14 @@ the device synchronised around each; images a second = the round's samples (E x 
 median seconds; peak memory = torch.cuda.max_memory_allocated over the timed rounds (CUDA only). A path
 that fails (out of memory, an operation vmap cannot batch) is reported with its error, not hidden.
 
-With --levers, each workload's faster path is timed again under each speed lever of issue 40 that
-needs no change to the engine: TF32 for float32 matrix products (cuDNN's convolutions already use TF32
-by default), cuDNN's autotuner (`cudnn.benchmark`), bf16 autocast around the whole round, and the cohort
-stacked by the device-memory chunk rule (FEDFORGET_CHUNK=device) instead of the CPU's mmap rule. These are
-speed measurements only: no run trains with them, and what bf16 does to the Fisher, the BatchNorm
-statistics or a claim's numbers is not measured here.
+With --levers, each workload's faster path is timed again under each speed lever of issue 40: TF32 for
+float32 matrix products (cuDNN's convolutions already use TF32 by default), cuDNN's autotuner
+(`cudnn.benchmark`), bf16 autocast around the whole round, the cohort stacked by the device-memory chunk
+rule (FEDFORGET_CHUNK=device) instead of the CPU's mmap rule, and the training step compiled by
+torch.compile (FEDFORGET_COMPILE=on), and replayed as CUDA graphs (FEDFORGET_COMPILE=cudagraphs); a
+lever's warm-up round holds its compilation, and its seconds are reported. These are speed measurements
+only: no run trains with them, and what bf16 does to the Fisher, the BatchNorm statistics or a claim's
+numbers is not measured here.
 
 Writes <out>/device_speed.json and <out>/device_speed.md, with the device described as in a run's
 timing.json (pipeline.distributed.describe_device).
@@ -36,12 +38,13 @@ from dataclasses import dataclass
 from unittest import mock
 
 import torch
+import torch._dynamo
 
 from benchmarks.flops import synchronize
 from pipeline import distributed
 from pipeline.algorithms import get_algorithm, resolve_hyperparams
 from pipeline.clientdata import ClientData, channel_stats
-from pipeline.cohort import CHUNK_RULE_VARIABLE
+from pipeline.cohort import CHUNK_RULE_VARIABLE, COMPILE_VARIABLE
 from pipeline.cost import training_flops_per_sample
 from pipeline.io import write_json, write_text
 from pipeline.models import build_model
@@ -139,6 +142,10 @@ LEVERS = {
     # the cohort stacked by the device-memory rule instead of the mmap rule (pipeline.cohort.chunk_for_round;
     # on the vectorized path it stacks every client of these workloads at once)
     "device_chunk": lambda device: mock.patch.dict(os.environ, {CHUNK_RULE_VARIABLE: "device"}),
+    # the training step compiled by torch.compile (pipeline.cohort.compiled), and replayed as CUDA graphs; the
+    # warm-up round holds the compilation (its seconds are reported beside the rate)
+    "compile": lambda device: mock.patch.dict(os.environ, {COMPILE_VARIABLE: "on"}),
+    "compile_cudagraphs": lambda device: mock.patch.dict(os.environ, {COMPILE_VARIABLE: "cudagraphs"}),
 }
 
 
@@ -163,13 +170,14 @@ def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: boo
         return time.perf_counter() - start
 
     with LEVERS[lever](device) if lever else contextlib.nullcontext():
-        one_round(1)  # warm-up
+        warmup = one_round(1)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         seconds = [one_round(2 + r) for r in range(repeats)]
     images = workload.clients * workload.samples_per_client
     median = statistics.median(seconds)
-    return {"seconds_per_round": median, "seconds_per_round_repeats": seconds, "images_per_round": images,
+    return {"seconds_per_round": median, "seconds_per_round_repeats": seconds, "warmup_seconds": warmup,
+            "images_per_round": images,
             "images_per_second": images / median,
             "flops_per_second": images * training_flops_per_sample(model, workload.image_shape) / median,
             "peak_memory_bytes": peak_memory(device)}
@@ -193,6 +201,7 @@ def measure_levers(workload: DeviceWorkload, device: torch.device, repeats: int,
         except (RuntimeError, ValueError, torch.cuda.OutOfMemoryError) as error:
             results[lever] = {"failed": (str(error).strip().splitlines() or [type(error).__name__])[0]}
         finally:
+            torch._dynamo.reset()  # each workload compiles afresh, in its own warm-up, under the cache's limit
             if device.type == "cuda":
                 torch.cuda.empty_cache()
         results[lever]["path"] = path
@@ -281,8 +290,9 @@ def lever_lines(summary: dict) -> list[str]:
             if "failed" in entry:
                 cells.append(f"failed: {entry['failed']}")
             elif "images_per_second" in entry and base:
+                warmup = f"; warm-up {entry['warmup_seconds']:.1f} s" if "warmup_seconds" in entry else ""
                 cells.append(f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f}"
-                             f"{elsewhere})")
+                             f"{elsewhere}{warmup})")
             elif "images_per_second" in entry:  # its path's own baseline failed: no ratio to give
                 cells.append(f"{number(entry['images_per_second'])} ({path} baseline failed)")
             else:  # results from before the lever existed
@@ -309,12 +319,13 @@ def main(args, device: torch.device) -> dict:
     """Run the suite for speed.py's parsed `args` (out, repeats, quick, workloads) on `device`."""
     workloads = [w.tiny() if args.quick else w for w in select(args.device_workloads)]
     levers = parse_levers(getattr(args, "levers", None))
-    results = {w.key: run_workload(w, device, args.repeats, levers) for w in workloads}
     summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "device": distributed.describe_device(device), "repeats": args.repeats, "quick": args.quick,
-               "levers": list(levers), "workloads": results}
-    text = markdown(summary)
-    write_json(args.out / "device_speed.json", summary)
-    write_text(args.out / "device_speed.md", text)
-    print(text)
+               "levers": list(levers), "workloads": {}}
+    for workload in workloads:  # written after each workload: a check stopped by its time limit keeps the rest
+        summary["workloads"][workload.key] = run_workload(workload, device, args.repeats, levers)
+        text = markdown(summary)
+        write_json(args.out / "device_speed.json", summary)
+        write_text(args.out / "device_speed.md", text)
+    print(markdown(summary))
     return summary

@@ -87,6 +87,34 @@ def chunk_rule() -> str:
     return rule
 
 
+# torch.compile of the training step. On an H200, FedAvg's CNN at B = 10 trained at 0.3 TFLOP/s: a
+# vectorized step is ~2,100 operator calls (most of them torch.func's views and reshapes) for 100 small
+# images, so the step is bound by the host's dispatch, not the arithmetic. Compiling traces the step
+# once into fused kernels; `cudagraphs` also replays them as one CUDA graph (torch's "reduce-overhead").
+# A speed lever, off by default until the device benchmark's `compile` levers have measured it on a GPU:
+# fused kernels round float32 differently, so, like FEDFORGET_CHUNK, it is recorded in timing.json and
+# is not part of a stage's key.
+COMPILE_VARIABLE = "FEDFORGET_COMPILE"
+COMPILE_MODES = {"off": None, "on": "default", "cudagraphs": "reduce-overhead"}
+
+
+def compile_mode() -> str:
+    """The compile mode FEDFORGET_COMPILE names (default off); a one-line error for another value."""
+    mode = os.environ.get(COMPILE_VARIABLE, "off")
+    if mode not in COMPILE_MODES:
+        raise UserError(f"{COMPILE_VARIABLE}: {mode!r} is not allowed; expected {', '.join(COMPILE_MODES)}")
+    return mode
+
+
+def compiled(step):
+    """`step` compiled by the mode FEDFORGET_COMPILE names, or `step` itself. A round builds its step anew
+    (the objective closes over the round's job), but torch.compile's cache belongs to the code, and its
+    guards compare what the closure holds, so later rounds reuse the first round's compiled graphs
+    (tests/test_compile.py counts them)."""
+    mode = COMPILE_MODES[compile_mode()]
+    return step if mode is None else torch.compile(step, mode=mode)
+
+
 _ACTIVATION_BYTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {image shape: bytes}
 
 
@@ -411,7 +439,8 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     data, index, weight = job.data, job.index, job.weight
     presence = batch_norm_presence(job.model)
     keep_dim = None if job.keep is None else 0
-    step_fn = vmap(grad_and_value(job.objective, has_aux=True), in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0))
+    step_fn = compiled(vmap(grad_and_value(job.objective, has_aux=True),
+                            in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0)))
     affine = closed_form_penalty(job.algorithm, job.hp, job.shared, job.contexts)
     by_hand = by_hand_applies(job)
     fused = fused_sgd_applies(job, affine)
@@ -469,7 +498,11 @@ def sequential_step_function(model, objective):
     CPU). GroupNorm's backward torch.func computes by another formula (gradients differ by ~1e-8 in
     ~1e-2), so GroupNorm models keep torch.func although autograd took their step from 9.3 to 4.7 ms:
     switching would move the TCE runs' numbers at rounding level, and speed work must leave numbers
-    as they are (issue 17). tests/test_engine.py checks the equality for every model."""
+    as they are (issue 17). tests/test_engine.py checks the equality for every model. Compiled
+    (FEDFORGET_COMPILE), it is torch.func's transform for every model: torch.autograd.grad would break
+    the compiled graph."""
+    if compile_mode() != "off":
+        return compiled(grad_and_value(objective, has_aux=True))
     if any(isinstance(module, torch.nn.GroupNorm) for module in model.modules()):
         return grad_and_value(objective, has_aux=True)
     return autograd_grad_and_value(objective)

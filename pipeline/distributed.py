@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from pipeline.cohort import chunk_rule
+from pipeline.cohort import chunk_rule, compile_mode
 from pipeline.errors import UserError
 
 LAUNCH_VARIABLE = "FEDFORGET_TORCHRUN"  # torchrun's options; set, the train command relaunches itself under it
@@ -271,6 +271,8 @@ def describe_device(device: torch.device) -> dict:
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
         # how cohorts stacked (pipeline.cohort.chunk_for_round): the device rule applies on CUDA only
         "chunk_rule": chunk_rule() if device.type == "cuda" else "mmap",
+        # whether the training step was compiled (pipeline.cohort.compiled), on any device
+        "compile": compile_mode(),
     })
     return info
 

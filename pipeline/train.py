@@ -47,7 +47,7 @@ from pipeline import distributed, forgetting
 from pipeline.algorithms import get_algorithm
 from pipeline.checks import read_grid, run_seed_problems
 from pipeline.clientdata import ClientData, cached_scaling_stats, cohort_size
-from pipeline.cohort import chunk_rule, prefer_vectorized, tune_allocator
+from pipeline.cohort import chunk_rule, compile_mode, prefer_vectorized, tune_allocator
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.fingerprint import run_code_digest
 from pipeline.inputs import dataset_spec, load_partition, load_prepared_with_sha256, read_resolved, settings_hash
@@ -448,6 +448,7 @@ def train_command(argv=None) -> None:
         raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
     torch.set_num_threads(int(threads))
     chunk_rule()  # a bad FEDFORGET_CHUNK is refused on every device, not only where it would apply
+    compile_mode()  # a bad FEDFORGET_COMPILE before any data is read
     tune_allocator()
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
     ranks = distributed.start()

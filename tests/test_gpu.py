@@ -10,7 +10,9 @@ what tests/test_device.py checks on its CPU stand-in, on CUDA itself, and what o
 - a run killed after a checkpoint resumes to the uninterrupted run's state;
 - two processes share one GPU over gloo and give one process's numbers; over NCCL they need a GPU
   each (skipped with fewer than two), and asking for more is one line naming the override;
-- FEDFORGET_DETERMINISTIC's kernels train AdaptiveAvgPool2d models, where the strict setting stops them.
+- FEDFORGET_DETERMINISTIC's kernels train AdaptiveAvgPool2d models, where the strict setting stops them;
+- the compiled step (FEDFORGET_COMPILE, both modes) agrees with the eager one in float64 and, once
+  compiled, makes no host sync.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from unittest import mock
 
 import pytest
 import torch
+import torch._dynamo
 from helpers import finished, lines_until
 
 import pipeline.rounds
@@ -300,3 +303,37 @@ def test_deterministic_kernels_train_adaptive_pooling_models(name, shape):
     strict = outcome("strict")
     assert strict == "trained" or "adaptive_avg_pool2d_backward_cuda" in strict, strict
     warnings.warn(f"{name}: torch {torch.__version__} strict deterministic setting: {strict}")
+
+
+@pytest.mark.parametrize("mode", ["on", "cudagraphs"])
+def test_a_compiled_round_on_cuda_agrees_with_the_eager_round_in_float64(monkeypatch, mode):
+    # dropout masks drawn on the device (keyed, the same eager or compiled) and a momentum buffer
+    from pipeline.cohort import COMPILE_VARIABLE
+
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        monkeypatch.delenv(COMPILE_VARIABLE, raising=False)
+        eager, eager_losses = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, rounds=2, dtype=torch.float64)
+        monkeypatch.setenv(COMPILE_VARIABLE, mode)
+        compiled, compiled_losses = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, rounds=2, dtype=torch.float64)
+    finally:
+        torch.set_default_dtype(previous)
+        torch._dynamo.reset()
+    assert compiled_losses == pytest.approx(eager_losses, rel=1e-9)
+    for (path, left), (_, right) in zip(device_leaves(compiled), device_leaves(eager)):
+        torch.testing.assert_close(left, right, rtol=1e-9, atol=1e-12, msg=path)
+
+
+def test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled(monkeypatch):
+    from pipeline.cohort import COMPILE_VARIABLE
+
+    monkeypatch.setenv(COMPILE_VARIABLE, "on")
+    found: list = []
+    try:
+        round_on(CUDA, "dropout_cnn", "fedavg", {}, True)  # compiles
+        with syncs_in_training(found):
+            round_on(CUDA, "dropout_cnn", "fedavg", {}, True)  # the same graphs, guards passed
+    finally:
+        torch._dynamo.reset()
+    assert not found, found[:5]

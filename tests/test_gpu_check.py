@@ -22,7 +22,9 @@ PARTS = ["test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_step
          "test_vmap_evaluation_of_batch_norm_models_matches_one_model_at_a_time", "test_a_killed_run_resumes_on_cuda",
          "test_two_processes_share_one_gpu_over_gloo_with_one_process_numbers",
          "test_two_processes_over_nccl_give_one_process_numbers", "test_more_nccl_processes_than_gpus_is_one_line",
-         "test_deterministic_kernels_train_adaptive_pooling_models"]
+         "test_deterministic_kernels_train_adaptive_pooling_models",
+         "test_a_compiled_round_on_cuda_agrees_with_the_eager_round_in_float64",
+         "test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled"]
 
 
 def test_the_gpu_tier_is_collected_with_every_part_of_the_check():
@@ -58,6 +60,12 @@ def test_the_smoke_run_skips_the_tier_and_benchmarks_every_workload_on_both_path
         assert "failed" not in chunk and chunk["path"] == "vectorized", (key, chunk)
     markdown = (tmp_path / "device_speed.md").read_text()
     assert markdown.count("| densenet121 |") == 3 and "tiny sizes" in markdown  # two paths and the lever
+    compiled = json.loads((tmp_path / "compile" / "device_speed.json").read_text())["workloads"]
+    assert set(compiled) == {"cnn_fedavg"}
+    lever = compiled["cnn_fedavg"]["levers"]["compile"]
+    assert "failed" not in lever and lever["path"] == compiled["cnn_fedavg"]["faster_path"], lever
+    # the warm-up round held the compilation: far longer than a compiled round
+    assert lever["warmup_seconds"] > 3 * max(lever["seconds_per_round_repeats"])
     assert "gpu-check: tests exit 0, benchmark exit 0" in result.stdout
 
 
@@ -88,7 +96,8 @@ def test_the_levers_table_gives_each_lever_as_a_ratio_to_the_faster_paths_baseli
                            "bf16_autocast": {"failed": "dtype mismatch"}}}
     lines = lever_lines({"workloads": {"w": workload, "plain": {"faster_path": "vectorized", "paths": {}}}})
     # device_chunk came after these results were measured: the table says so rather than failing
-    assert lines[-1] == "| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch | not measured |"
+    assert lines[-1] == ("| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch | not measured | "
+                         "not measured | not measured |")
     assert sum(line.startswith(("| w |", "| plain |")) for line in lines) == 1  # no row without levers
 
 
@@ -100,7 +109,15 @@ def test_the_chunk_lever_is_read_against_the_vectorized_baseline_it_ran_on():
     workload = {"faster_path": "sequential", "paths": {"sequential": {"images_per_second": 200.0},
                                                        "vectorized": {"images_per_second": 100.0}},
                 "levers": {"device_chunk": {"images_per_second": 150.0, "path": "vectorized"}}}
-    assert lever_lines({"workloads": {"w": workload}})[-1].endswith("| 150 (x1.50, vectorized) |")
+    assert "| 150 (x1.50, vectorized) |" in lever_lines({"workloads": {"w": workload}})[-1]
+
+
+def test_a_lever_cell_gives_its_warm_up_seconds():
+    from benchmarks.device_suite import lever_lines
+
+    workload = {"faster_path": "vectorized", "paths": {"vectorized": {"images_per_second": 100.0}},
+                "levers": {"compile": {"images_per_second": 400.0, "warmup_seconds": 31.04, "path": "vectorized"}}}
+    assert "| 400 (x4.00; warm-up 31.0 s) |" in lever_lines({"workloads": {"w": workload}})[-1]
 
 
 def test_an_unknown_lever_is_one_line_before_anything_runs():
@@ -109,7 +126,7 @@ def test_an_unknown_lever_is_one_line_before_anything_runs():
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith(
         "--levers: warp not a lever; allowed: all or a comma-separated subset of tf32_matmul, cudnn_benchmark, "
-        "bf16_autocast, device_chunk")
+        "bf16_autocast, device_chunk, compile, compile_cudagraphs")
 
 
 def test_the_reproducibility_comparison_reports_equality_and_the_largest_difference():
