@@ -17,9 +17,10 @@ that fails (out of memory, an operation vmap cannot batch) is reported with its 
 With --levers, each workload's faster path is timed again under each speed lever of issue 40: TF32 for
 float32 matrix products (cuDNN's convolutions already use TF32 by default), cuDNN's autotuner
 (`cudnn.benchmark`), bf16 autocast around the whole round, the cohort stacked by the device-memory chunk
-rule (FEDFORGET_CHUNK=device) instead of the CPU's mmap rule, and the training step compiled by
-torch.compile (FEDFORGET_COMPILE=on), and replayed as CUDA graphs (FEDFORGET_COMPILE=cudagraphs); a
-lever's warm-up round holds its compilation, and its seconds are reported. These are speed measurements
+rule (FEDFORGET_CHUNK=device) instead of the CPU's mmap rule, the optimiser's step as multi-tensor
+operations (FEDFORGET_FOREACH=on), and the training step compiled by torch.compile (FEDFORGET_COMPILE=on),
+and replayed as CUDA graphs (FEDFORGET_COMPILE=cudagraphs); a lever's warm-up round holds its
+compilation, and its seconds are reported. These are speed measurements
 only: no run trains with them, and what bf16 does to the Fisher, the BatchNorm statistics or a claim's
 numbers is not measured here.
 
@@ -48,6 +49,7 @@ from pipeline.cohort import CHUNK_RULE_VARIABLE, COMPILE_VARIABLE
 from pipeline.cost import training_flops_per_sample
 from pipeline.io import write_json, write_text
 from pipeline.models import build_model
+from pipeline.optimizers import FOREACH_VARIABLE
 from pipeline.rounds import initial_state, run_round
 from pipeline.runs import RUN_DEFAULTS
 from pipeline.settings import RoundSettings
@@ -146,6 +148,8 @@ LEVERS = {
     # warm-up round holds the compilation (its seconds are reported beside the rate)
     "compile": lambda device: mock.patch.dict(os.environ, {COMPILE_VARIABLE: "on"}),
     "compile_cudagraphs": lambda device: mock.patch.dict(os.environ, {COMPILE_VARIABLE: "cudagraphs"}),
+    # the optimiser's step as multi-tensor operations (pipeline.optimizers, FEDFORGET_FOREACH=on)
+    "foreach_optimizer": lambda device: mock.patch.dict(os.environ, {FOREACH_VARIABLE: "on"}),
 }
 
 

@@ -40,6 +40,7 @@ import torch.distributed as dist
 
 from pipeline.cohort import chunk_rule, compile_mode
 from pipeline.errors import UserError
+from pipeline.optimizers import foreach_mode
 
 LAUNCH_VARIABLE = "FEDFORGET_TORCHRUN"  # torchrun's options; set, the train command relaunches itself under it
 QUIET_PEERS_VARIABLE = "FEDFORGET_LAUNCHED"  # set for the workers of relaunch_under_torchrun
@@ -273,6 +274,8 @@ def describe_device(device: torch.device) -> dict:
         "chunk_rule": chunk_rule() if device.type == "cuda" else "mmap",
         # whether the training step was compiled (pipeline.cohort.compiled), on any device
         "compile": compile_mode(),
+        # whether the optimiser's hot step ran as multi-tensor operations (pipeline.optimizers)
+        "foreach_optimizer": foreach_mode(),
     })
     return info
 

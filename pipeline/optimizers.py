@@ -14,6 +14,14 @@ it, a step on a GPU never waits for `active.all()` to come back; without it, tha
 The updates are torch.optim.SGD's and torch.optim.Adam's (L2 weight decay added to the gradient, no
 Nesterov, no AMSGrad), with the same arithmetic order, so a cohort matches per-client torch.optim runs.
 
+With FEDFORGET_FOREACH=on, a step every client takes, with no step kept for a tracker, runs as torch's
+multi-tensor (`_foreach_*`) operations: the same operations in the same order, one call for all of a
+model's tensors instead of one per tensor (Adam: on one unstacked client, whose bias corrections are
+Python floats). On the CPU torch runs them tensor by tensor, bit for bit the loop's; on a GPU they are
+a few kernel launches a step where the loop makes ~9 per tensor (DenseNet-121's 364 tensors: ~3,300),
+the launches that bind the small models' steps there. A speed lever, off until the device benchmark's
+`foreach_optimizer` lever has measured it on a GPU; recorded in timing.json, not part of a stage's key.
+
 Optimiser state lives in a dict the caller creates empty at the start of every federated round: in
 FedAvg-style training a client is stateless between rounds (it starts each round from the global model
 and the papers reproduced here do not carry momentum or Adam moments across rounds), and a client that
@@ -21,12 +29,25 @@ is sampled again later may not even be in the same cohort position.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from pipeline.errors import UserError
 from pipeline.settings import OptimizerSettings
+
+FOREACH_VARIABLE = "FEDFORGET_FOREACH"
+FOREACH_MODES = ("off", "on")
+
+
+def foreach_mode() -> str:
+    """The optimiser route FEDFORGET_FOREACH names (default off); a one-line error for another value."""
+    mode = os.environ.get(FOREACH_VARIABLE, "off")
+    if mode not in FOREACH_MODES:
+        raise UserError(f"{FOREACH_VARIABLE}: {mode!r} is not allowed; expected {' or '.join(FOREACH_MODES)}")
+    return mode
 
 
 def _client_mask(active: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
@@ -85,6 +106,7 @@ class SGD:
     lr: float
     momentum: float = 0.0
     weight_decay: float = 0.0
+    foreach: bool = False  # FEDFORGET_FOREACH: the hot step as multi-tensor operations
 
     def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor | None,
              keep_steps: bool = False, everyone: bool | None = None) -> dict:
@@ -94,6 +116,9 @@ class SGD:
         name -> the step Δθ taken (0 where inactive); otherwise {}."""
         everyone = every_client_steps(active, everyone)
         buffers = state.setdefault("momentum_buffer", {}) if self.momentum else None
+        if self.foreach and everyone and not keep_steps:
+            self._step_everyone_foreach(params, grads, buffers)
+            return {}
         steps = {}
         for name, param in params.items():
             g = grads[name]
@@ -119,6 +144,22 @@ class SGD:
                 steps[name] = step
         return steps
 
+    def _step_everyone_foreach(self, params: dict, grads: dict, buffers: dict | None) -> None:
+        """The loop's hot path (every client steps, no step kept), one multi-tensor call per operation."""
+        names = list(params)
+        tensors, g = [params[name] for name in names], [grads[name] for name in names]
+        if self.weight_decay:
+            g = torch._foreach_add(g, tensors, alpha=self.weight_decay)
+        if buffers is not None:
+            for name, param in zip(names, tensors):
+                if name not in buffers:
+                    buffers[name] = torch.zeros_like(param)
+            g_buffers = [buffers[name] for name in names]
+            torch._foreach_mul_(g_buffers, self.momentum)
+            torch._foreach_add_(g_buffers, g)
+            g = g_buffers
+        torch._foreach_add_(tensors, g, alpha=-self.lr)
+
 
 @dataclass
 class Adam:
@@ -126,6 +167,7 @@ class Adam:
     betas: tuple = (0.9, 0.999)
     eps: float = 1e-8
     weight_decay: float = 0.0
+    foreach: bool = False  # FEDFORGET_FOREACH: one client's hot step as multi-tensor operations
 
     def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor | None,
              keep_steps: bool = False, everyone: bool | None = None) -> dict:
@@ -149,6 +191,9 @@ class Adam:
             # we, per client. A client that has never stepped gets an infinite step size, masked out below.
             t = state["step"].to(torch.float64)
             corrections = (-(self.lr / (1 - beta1 ** t)), (1 - beta2 ** t) ** 0.5)
+        if self.foreach and active is None and not keep_steps:
+            self._step_one_client_foreach(params, grads, exp_avgs, exp_avg_sqs, *corrections)
+            return {}
         steps = {}
         for name, param in params.items():
             g = grads[name]
@@ -180,11 +225,37 @@ class Adam:
         return steps
 
 
+    def _step_one_client_foreach(self, params: dict, grads: dict, exp_avgs: dict, exp_avg_sqs: dict,
+                                 neg_step_size: float, bc2_sqrt: float) -> None:
+        """The loop's step for one unstacked client (no step kept), one multi-tensor call per operation."""
+        beta1, beta2 = self.betas
+        names = list(params)
+        tensors, g = [params[name] for name in names], [grads[name] for name in names]
+        if self.weight_decay:
+            g = torch._foreach_add(g, tensors, alpha=self.weight_decay)
+        for name, param in zip(names, tensors):
+            if name not in exp_avgs:
+                exp_avgs[name] = torch.zeros_like(param)
+                exp_avg_sqs[name] = torch.zeros_like(param)
+        m, v = [exp_avgs[name] for name in names], [exp_avg_sqs[name] for name in names]
+        torch._foreach_lerp_(m, g, 1 - beta1)
+        torch._foreach_mul_(v, beta2)
+        torch._foreach_addcmul_(v, g, g, value=1 - beta2)
+        denom = torch._foreach_sqrt(v)
+        torch._foreach_div_(denom, bc2_sqrt)
+        torch._foreach_add_(denom, self.eps)
+        update = torch._foreach_mul(m, neg_step_size)
+        torch._foreach_div_(update, denom)
+        torch._foreach_add_(tensors, update)
+
+
 def build_optimizer(settings: OptimizerSettings):
     """The client optimiser a run names: SGD (lr, momentum, weight_decay) or Adam (lr, betas, eps,
     weight_decay)."""
+    foreach = foreach_mode() == "on"
     if settings.name == "sgd":
-        return SGD(lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay)
+        return SGD(lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay, foreach=foreach)
     if settings.name == "adam":
-        return Adam(lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay)
+        return Adam(lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay,
+                    foreach=foreach)
     raise ValueError(f"unknown optimizer {settings.name!r}: expected 'sgd' or 'adam'")

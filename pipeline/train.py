@@ -54,6 +54,7 @@ from pipeline.inputs import dataset_spec, load_partition, load_prepared_with_sha
 from pipeline.io import atomic_path, write_json
 from pipeline.metrics import evaluate, rounds_to_accuracy
 from pipeline.models import build_model
+from pipeline.optimizers import foreach_mode
 from pipeline.rounds import initial_state, probe_positions, run_round
 from pipeline.settings import DataSettings, ProbeSettings, RunSettings
 
@@ -448,7 +449,8 @@ def train_command(argv=None) -> None:
         raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
     torch.set_num_threads(int(threads))
     chunk_rule()  # a bad FEDFORGET_CHUNK is refused on every device, not only where it would apply
-    compile_mode()  # a bad FEDFORGET_COMPILE before any data is read
+    compile_mode()  # a bad FEDFORGET_COMPILE or FEDFORGET_FOREACH before any data is read
+    foreach_mode()
     tune_allocator()
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
     ranks = distributed.start()

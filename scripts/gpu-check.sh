@@ -7,8 +7,9 @@
 #      one-line error for more NCCL processes than GPUs, deterministic kernels for AdaptiveAvgPool2d models;
 #   2. python -m benchmarks.speed --suite device --device cuda: ResNet-18 (GroupNorm, BatchNorm), the
 #      shallow ResNet (Adam), DenseNet-121, the dropout CNN, FedAvg's CNN and the MLP, images/s and peak
-#      memory on both paths, and the vectorized path with the cohort stacked by device memory (the
-#      device_chunk lever, FEDFORGET_CHUNK=device: not yet measured on a GPU);
+#      memory on both paths, the vectorized path with the cohort stacked by device memory (the
+#      device_chunk lever, FEDFORGET_CHUNK=device) and the faster path with the optimiser's multi-tensor
+#      step (foreach_optimizer, FEDFORGET_FOREACH=on), neither yet measured on a GPU;
 #   3. the compile levers (FEDFORGET_COMPILE=on, =cudagraphs: not yet measured on a GPU) on the workloads
 #      bound by kernel launches, launch-bound first, in the time the 8 minutes leave (written workload by
 #      workload to compile/device_speed.json/.md; a workload the limit stops is named, not hidden);
@@ -40,14 +41,16 @@ start=$(date +%s)
 if [ "$smoke" = 1 ]; then
     "$python" -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
     tests=${PIPESTATUS[0]}
-    "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --levers device_chunk --out "$out"
+    "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --levers device_chunk,foreach_optimizer \
+        --out "$out"
     bench=$?
     "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --device-workloads cnn_fedavg \
         --levers compile --out "$out/compile" || bench=$?
 else
     "$python" -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
     tests=${PIPESTATUS[0]}
-    "$python" -m benchmarks.speed --suite device --device cuda --repeats 3 --levers device_chunk --out "$out"
+    "$python" -m benchmarks.speed --suite device --device cuda --repeats 3 --levers device_chunk,foreach_optimizer \
+        --out "$out"
     bench=$?
     # what is left of 8 minutes, less the reproducibility step's (145 s on an H200) and a margin
     left=$(( 480 - ($(date +%s) - start) - 180 ))

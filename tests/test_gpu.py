@@ -12,7 +12,8 @@ what tests/test_device.py checks on its CPU stand-in, on CUDA itself, and what o
   each (skipped with fewer than two), and asking for more is one line naming the override;
 - FEDFORGET_DETERMINISTIC's kernels train AdaptiveAvgPool2d models, where the strict setting stops them;
 - the compiled step (FEDFORGET_COMPILE, both modes) agrees with the eager one in float64 and, once
-  compiled, makes no host sync.
+  compiled, makes no host sync;
+- the optimiser's multi-tensor step (FEDFORGET_FOREACH) agrees with its loop in float64 on CUDA.
 """
 from __future__ import annotations
 
@@ -337,3 +338,23 @@ def test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled(monkeypatch):
     finally:
         torch._dynamo.reset()
     assert not found, found[:5]
+
+
+@pytest.mark.parametrize("setup, vectorized", [("batch_norm", False), ("dropout_cnn", True)],
+                         ids=["adam-sequential", "sgd-momentum-vectorized"])
+def test_the_foreach_optimizer_on_cuda_agrees_with_its_loop_in_float64(monkeypatch, setup, vectorized):
+    from pipeline.optimizers import FOREACH_VARIABLE
+
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        monkeypatch.setenv(FOREACH_VARIABLE, "off")
+        loop, loop_losses = round_on(CUDA, setup, "fedavg", {}, vectorized, rounds=2, dtype=torch.float64)
+        monkeypatch.setenv(FOREACH_VARIABLE, "on")
+        multi, multi_losses = round_on(CUDA, setup, "fedavg", {}, vectorized, rounds=2, dtype=torch.float64)
+    finally:
+        torch.set_default_dtype(previous)
+    assert multi_losses == pytest.approx(loop_losses, rel=1e-9)
+    for (path, left), (_, right) in zip(device_leaves(multi), device_leaves(loop)):
+        # atol as in test_compile.py: Adam raises a pre-BatchNorm bias's rounding-level gradient by 1/eps
+        torch.testing.assert_close(left, right, rtol=1e-9, atol=1e-9, msg=path)

@@ -24,7 +24,8 @@ PARTS = ["test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_step
          "test_two_processes_over_nccl_give_one_process_numbers", "test_more_nccl_processes_than_gpus_is_one_line",
          "test_deterministic_kernels_train_adaptive_pooling_models",
          "test_a_compiled_round_on_cuda_agrees_with_the_eager_round_in_float64",
-         "test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled"]
+         "test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled",
+         "test_the_foreach_optimizer_on_cuda_agrees_with_its_loop_in_float64"]
 
 
 def test_the_gpu_tier_is_collected_with_every_part_of_the_check():
@@ -58,8 +59,10 @@ def test_the_smoke_run_skips_the_tier_and_benchmarks_every_workload_on_both_path
         assert workload["faster_path"] == faster
         chunk = workload["levers"]["device_chunk"]  # the lever the check measures, on the path it changes
         assert "failed" not in chunk and chunk["path"] == "vectorized", (key, chunk)
+        foreach = workload["levers"]["foreach_optimizer"]
+        assert "failed" not in foreach and foreach["path"] == faster, (key, foreach)
     markdown = (tmp_path / "device_speed.md").read_text()
-    assert markdown.count("| densenet121 |") == 3 and "tiny sizes" in markdown  # two paths and the lever
+    assert markdown.count("| densenet121 |") == 3 and "tiny sizes" in markdown  # two paths and the levers' row
     compiled = json.loads((tmp_path / "compile" / "device_speed.json").read_text())["workloads"]
     assert set(compiled) == {"cnn_fedavg"}
     lever = compiled["cnn_fedavg"]["levers"]["compile"]
@@ -97,7 +100,7 @@ def test_the_levers_table_gives_each_lever_as_a_ratio_to_the_faster_paths_baseli
     lines = lever_lines({"workloads": {"w": workload, "plain": {"faster_path": "vectorized", "paths": {}}}})
     # device_chunk came after these results were measured: the table says so rather than failing
     assert lines[-1] == ("| w | sequential | 300 (x1.50) | 100 (x0.50) | failed: dtype mismatch | not measured | "
-                         "not measured | not measured |")
+                         "not measured | not measured | not measured |")
     assert sum(line.startswith(("| w |", "| plain |")) for line in lines) == 1  # no row without levers
 
 
@@ -126,7 +129,7 @@ def test_an_unknown_lever_is_one_line_before_anything_runs():
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith(
         "--levers: warp not a lever; allowed: all or a comma-separated subset of tf32_matmul, cudnn_benchmark, "
-        "bf16_autocast, device_chunk, compile, compile_cudagraphs")
+        "bf16_autocast, device_chunk, compile, compile_cudagraphs, foreach_optimizer")
 
 
 def test_the_reproducibility_comparison_reports_equality_and_the_largest_difference():

@@ -2,10 +2,13 @@
 unstacked, with clients skipping steps or finishing early, which must leave them exactly unchanged."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
-from pipeline.optimizers import SGD, Adam, build_optimizer
+from pipeline.errors import UserError
+from pipeline.optimizers import FOREACH_VARIABLE, SGD, Adam, build_optimizer, foreach_mode
 from pipeline.settings import OptimizerSettings
 
 CLIENTS = 3
@@ -169,3 +172,87 @@ def test_build_optimizer():
     with pytest.raises(ValueError, match="rmsprop"):
         build_optimizer(OptimizerSettings("rmsprop", lr=0.1, momentum=0.0, weight_decay=0.0, betas=(0.9, 0.999),
                                           eps=1e-8))
+
+
+# ---------------------------------------------------------------- FEDFORGET_FOREACH: multi-tensor steps
+
+FOREACH_CASES = [SGD(lr=0.1), SGD(lr=0.1, momentum=0.9, weight_decay=1e-3),
+                 Adam(lr=0.01, betas=(0.9, 0.99), weight_decay=1e-2), Adam(lr=0.001)]
+
+
+def with_foreach(optimizer):
+    return dataclasses.replace(optimizer, foreach=True)
+
+
+@pytest.mark.parametrize("optimizer", FOREACH_CASES, ids=lambda o: repr(o))
+def test_a_foreach_step_of_one_client_is_the_loops_bit_for_bit(optimizer):
+    # the sequential path's call: one unstacked client, active None
+    initial = {name: value[0] for name, value in random_params().items()}
+    grads = [{name: g[0] for name, g in step.items()} for step in random_grads(torch.ones(STEPS, 1, dtype=torch.bool))]
+    results = []
+    for opt in (optimizer, with_foreach(optimizer)):
+        params, state = clone(initial), {}
+        for step_grads in grads:
+            assert opt.step(params, step_grads, state, None) == {}
+        results.append((params, state))
+    (loop, loop_state), (multi, multi_state) = results
+    for name in SHAPES:
+        assert torch.equal(multi[name], loop[name]), name
+        assert not torch.equal(multi[name], initial[name])
+    for key in ("momentum_buffer", "exp_avg", "exp_avg_sq"):
+        for name in loop_state.get(key, {}):
+            assert torch.equal(multi_state[key][name], loop_state[key][name]), (key, name)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_a_foreach_step_of_one_client_matches_torch_optim(kind):
+    # an independent check: torch.optim's own (single-tensor) implementation
+    if kind == "sgd":
+        ours, make = SGD(lr=0.05, momentum=0.9, weight_decay=1e-3, foreach=True), \
+            lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3, foreach=False)
+    else:
+        ours, make = Adam(lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2, foreach=True), \
+            lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2, foreach=False)
+    schedule = torch.ones(STEPS, 1, dtype=torch.bool)
+    initial, stacked_grads = random_params(leading=(1,)), random_grads(schedule)
+    expected, _ = torch_reference(make, initial, stacked_grads, schedule, client=0)
+    params, state = {name: value[0].clone() for name, value in initial.items()}, {}
+    for step_grads in stacked_grads:
+        ours.step(params, {name: g[0] for name, g in step_grads.items()}, state, None)
+    for name in SHAPES:
+        torch.testing.assert_close(params[name], expected[name], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("optimizer", FOREACH_CASES, ids=lambda o: repr(o))
+def test_foreach_leaves_masked_and_kept_steps_to_the_loop(optimizer):
+    # a cohort with clients skipping steps (the schedule above), steps kept for a tracker: the same bits
+    params, state, kept = random_params(), {}, []
+    shadow, shadow_state, shadow_kept = random_params(), {}, []
+    multi = with_foreach(optimizer)
+    for step_grads, active in zip(random_grads(SCHEDULE), SCHEDULE):
+        kept.append(optimizer.step(params, step_grads, state, active, keep_steps=True))
+        shadow_kept.append(multi.step(shadow, step_grads, shadow_state, active, keep_steps=True))
+    for name in SHAPES:
+        assert torch.equal(shadow[name], params[name])
+        assert all(torch.equal(a[name], b[name]) for a, b in zip(kept, shadow_kept))
+
+
+def test_a_stacked_sgd_step_every_client_takes_is_the_loops_bit_for_bit():
+    everyone = torch.ones(STEPS, CLIENTS, dtype=torch.bool)
+    initial, grads = random_params(), random_grads(everyone)
+    optimizer = SGD(lr=0.1, momentum=0.9, weight_decay=1e-3)
+    loop, _ = run_cohort(optimizer, initial, grads, everyone)
+    multi, _ = run_cohort(with_foreach(optimizer), initial, grads, everyone)
+    for name in SHAPES:
+        assert torch.equal(multi[name], loop[name])
+
+
+def test_the_foreach_route_is_off_unless_asked_and_a_bad_value_is_one_line(monkeypatch):
+    monkeypatch.delenv(FOREACH_VARIABLE, raising=False)
+    settings = OptimizerSettings("adam", 0.01, 0.0, 0.0, (0.9, 0.999), 1e-8)
+    assert foreach_mode() == "off" and not build_optimizer(settings).foreach
+    monkeypatch.setenv(FOREACH_VARIABLE, "on")
+    assert build_optimizer(settings).foreach
+    monkeypatch.setenv(FOREACH_VARIABLE, "yes")
+    with pytest.raises(UserError, match=r"^FEDFORGET_FOREACH: 'yes' is not allowed; expected off or on$"):
+        build_optimizer(settings)
