@@ -40,6 +40,7 @@ from unittest import mock
 
 import torch
 import torch._dynamo
+from torch._dynamo.utils import counters
 
 from benchmarks.flops import synchronize
 from pipeline import distributed
@@ -173,18 +174,23 @@ def measure_path(workload: DeviceWorkload, device: torch.device, vectorized: boo
             state["now"] = result.state
         return time.perf_counter() - start
 
+    counters.clear()
     with LEVERS[lever](device) if lever else contextlib.nullcontext():
         warmup = one_round(1)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         seconds = [one_round(2 + r) for r in range(repeats)]
+    # what torch.compile made of the rounds (nothing without a compile lever): the graphs it compiled, and
+    # how often it declined CUDA graphs for one (e.g. a graph that updates BatchNorm statistics in place)
+    compiled = {"compiled_graphs": counters["stats"]["unique_graphs"],
+                "cudagraph_skips": counters["inductor"]["cudagraph_skips"]} if lever and "compile" in lever else {}
     images = workload.clients * workload.samples_per_client
     median = statistics.median(seconds)
     return {"seconds_per_round": median, "seconds_per_round_repeats": seconds, "warmup_seconds": warmup,
             "images_per_round": images,
             "images_per_second": images / median,
             "flops_per_second": images * training_flops_per_sample(model, workload.image_shape) / median,
-            "peak_memory_bytes": peak_memory(device)}
+            "peak_memory_bytes": peak_memory(device), **compiled}
 
 
 # The path a lever is measured on when it is not the workload's faster one: the chunk rule only changes how
@@ -281,12 +287,14 @@ def lever_lines(summary: dict) -> list[str]:
     measured = {key: w for key, w in summary["workloads"].items() if "levers" in w}
     if not measured:
         return []
+    # the levers this call measured (results from before the list was kept: every lever, "not measured" where absent)
+    levers = summary.get("levers") or list(LEVERS)
     lines = ["", "Speed levers on each workload's faster path, or the path a cell names (images / s, and x that "
-             "path's baseline above; speed only: no run trains with them):", "", "| workload | path | " + " | ".join(LEVERS) + " |",
-             "|---|---|" + "---|" * len(LEVERS)]
+             "path's baseline above; speed only: no run trains with them):", "", "| workload | path | " + " | ".join(levers) + " |",
+             "|---|---|" + "---|" * len(levers)]
     for key, workload in measured.items():
         cells = []
-        for lever in LEVERS:
+        for lever in levers:
             entry = workload["levers"].get(lever, {})
             path = entry.get("path", workload["faster_path"])
             base = workload["paths"].get(path, {}).get("images_per_second")
@@ -295,6 +303,8 @@ def lever_lines(summary: dict) -> list[str]:
                 cells.append(f"failed: {entry['failed']}")
             elif "images_per_second" in entry and base:
                 warmup = f"; warm-up {entry['warmup_seconds']:.1f} s" if "warmup_seconds" in entry else ""
+                if entry.get("cudagraph_skips"):
+                    warmup += f"; CUDA graphs declined {entry['cudagraph_skips']}x"
                 cells.append(f"{number(entry['images_per_second'])} (x{entry['images_per_second'] / base:.2f}"
                              f"{elsewhere}{warmup})")
             elif "images_per_second" in entry:  # its path's own baseline failed: no ratio to give

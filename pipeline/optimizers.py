@@ -16,10 +16,11 @@ Nesterov, no AMSGrad), with the same arithmetic order, so a cohort matches per-c
 
 With FEDFORGET_FOREACH=on, a step every client takes, with no step kept for a tracker, runs as torch's
 multi-tensor (`_foreach_*`) operations: the same operations in the same order, one call for all of a
-model's tensors instead of one per tensor (Adam: on one unstacked client, whose bias corrections are
-Python floats). On the CPU torch runs them tensor by tensor, bit for bit the loop's; on a GPU they are
-a few kernel launches a step where the loop makes ~9 per tensor (DenseNet-121's 364 tensors: ~3,300),
-the launches that bind the small models' steps there. A speed lever, off until the device benchmark's
+model's tensors instead of one per tensor (Adam only on one unstacked client, the sequential path, whose
+bias corrections are Python floats; its stacked step stays the loop). On the CPU torch runs them tensor
+by tensor, bit for bit the loop's; on a GPU they are a few kernel launches a step where the loop makes
+up to 4 per tensor for SGD and ~9 for Adam (DenseNet-121's 364 tensors: ~3,300), the launches that bind
+the small models' steps there. A speed lever, off until the device benchmark's
 `foreach_optimizer` lever has measured it on a GPU; recorded in timing.json, not part of a stage's key.
 
 Optimiser state lives in a dict the caller creates empty at the start of every federated round: in
@@ -80,6 +81,18 @@ def host_bias_corrections(lr: float, beta1: float, beta2: float, step: int) -> t
     and math.sqrt differed from torch's square root in the last bit at t = 38 (β2 = 0.999) here."""
     t = torch.tensor(float(step), dtype=torch.float64)
     return float(-(lr / (1 - beta1 ** t))), float((1 - beta2 ** t) ** 0.5)
+
+
+def divide_by_scalar_(tensors: list, divisor: float) -> None:
+    """Divide each tensor in place by a Python float with the arithmetic `tensor / divisor` has on the
+    tensors' device, so that the multi-tensor step keeps the loop's bits: on CUDA torch multiplies by the
+    divisor's reciprocal rounded to the tensors' precision (one ulp from a true division), which
+    `_foreach_div_` does not; on the CPU both divide."""
+    if tensors[0].device.type == "cuda":
+        reciprocal = float(torch.ones((), dtype=tensors[0].dtype) / divisor)  # rounded as CUDA rounds it
+        torch._foreach_mul_(tensors, reciprocal)
+    else:
+        torch._foreach_div_(tensors, divisor)
 
 
 def per_client(values: tuple, active: torch.Tensor, param: torch.Tensor) -> tuple:
@@ -242,7 +255,7 @@ class Adam:
         torch._foreach_mul_(v, beta2)
         torch._foreach_addcmul_(v, g, g, value=1 - beta2)
         denom = torch._foreach_sqrt(v)
-        torch._foreach_div_(denom, bc2_sqrt)
+        divide_by_scalar_(denom, bc2_sqrt)
         torch._foreach_add_(denom, self.eps)
         update = torch._foreach_mul(m, neg_step_size)
         torch._foreach_div_(update, denom)

@@ -426,6 +426,18 @@ def main(argv=None) -> None:
         raise
 
 
+def checked_speed_settings() -> int:
+    """The environment's speed settings, each refused in one line before anything is read (a bad
+    FEDFORGET_CHUNK on every device, not only where it would apply); returns the thread count."""
+    threads = os.environ.get("FEDFORGET_THREADS", str(torch.get_num_threads()))
+    if not threads.isdigit() or int(threads) < 1:
+        raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
+    chunk_rule()
+    compile_mode()
+    foreach_mode()
+    return int(threads)
+
+
 def train_command(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", help="a key of `runs` in params.yaml")
@@ -433,6 +445,7 @@ def train_command(argv=None) -> None:
     parser.add_argument("--path", choices=("auto", "vectorized", "sequential"), default="auto",
                         help="how a cohort is trained: auto picks the faster for the model and device")
     args = parser.parse_args(argv)
+    threads = checked_speed_settings()
     problems = run_seed_problems(args.run, args.seed, read_grid())  # a pair no train stage has: refused
     if problems:
         raise UserError("\n".join(problems))
@@ -444,13 +457,7 @@ def train_command(argv=None) -> None:
         if launch is not None:
             distributed.relaunch_under_torchrun(launch, sys.argv[1:] if argv is None else list(argv))
             return
-    threads = os.environ.get("FEDFORGET_THREADS", str(torch.get_num_threads()))
-    if not threads.isdigit() or int(threads) < 1:
-        raise UserError(f"FEDFORGET_THREADS: {threads!r} is not allowed; expected an integer >= 1")
-    torch.set_num_threads(int(threads))
-    chunk_rule()  # a bad FEDFORGET_CHUNK is refused on every device, not only where it would apply
-    compile_mode()  # a bad FEDFORGET_COMPILE or FEDFORGET_FOREACH before any data is read
-    foreach_mode()
+    torch.set_num_threads(threads)
     tune_allocator()
     vectorized = {"auto": None, "vectorized": True, "sequential": False}[args.path]
     ranks = distributed.start()

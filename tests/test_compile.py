@@ -77,25 +77,33 @@ def test_a_compiled_round_agrees_with_the_eager_round_in_float64(monkeypatch, fl
             assert torch.equal(value, theirs[path]), path
 
 
-def test_later_rounds_reuse_the_first_rounds_graphs(monkeypatch):
-    # Each round builds its step from a new closure; the graphs compiled in round 1 serve rounds 2-4.
+@pytest.mark.parametrize("setup, vectorized", [("dropout_cnn", True), ("batch_norm", False)],
+                         ids=["vectorized", "sequential"])
+def test_later_rounds_reuse_the_first_rounds_graphs(monkeypatch, setup, vectorized):
+    # Each round builds its step from a new closure; the graphs compiled in round 1 serve rounds 2-4 (on the
+    # sequential path, clients' short last batches of other sizes compile graphs of their own, once)
     monkeypatch.setenv(COMPILE_VARIABLE, "on")
-    round_on(CPU, "dropout_cnn", "fedavg", {}, True, rounds=1)
+    round_on(CPU, setup, "fedavg", {}, vectorized, rounds=1)
     after_one = counters["stats"]["unique_graphs"]
     torch._dynamo.reset()
     counters.clear()
-    round_on(CPU, "dropout_cnn", "fedavg", {}, True, rounds=4)
+    round_on(CPU, setup, "fedavg", {}, vectorized, rounds=4)
     assert after_one >= 1
     assert counters["stats"]["unique_graphs"] == after_one
 
 
-def test_the_compile_mode_is_recorded_with_the_device(monkeypatch):
+def test_the_speed_levers_are_recorded_with_the_device(monkeypatch):
     from pipeline.distributed import describe_device
+    from pipeline.optimizers import FOREACH_VARIABLE
 
     monkeypatch.setenv(COMPILE_VARIABLE, "cudagraphs")
-    assert describe_device(CPU)["compile"] == "cudagraphs"
+    monkeypatch.setenv(FOREACH_VARIABLE, "on")
+    recorded = describe_device(CPU)
+    assert (recorded["compile"], recorded["foreach_optimizer"]) == ("cudagraphs", "on")
     monkeypatch.delenv(COMPILE_VARIABLE)
-    assert describe_device(CPU)["compile"] == "off"
+    monkeypatch.delenv(FOREACH_VARIABLE)
+    recorded = describe_device(CPU)
+    assert (recorded["compile"], recorded["foreach_optimizer"]) == ("off", "off")
 
 
 def test_setups_cover_what_compiling_could_lose():

@@ -25,7 +25,7 @@ PARTS = ["test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_step
          "test_deterministic_kernels_train_adaptive_pooling_models",
          "test_a_compiled_round_on_cuda_agrees_with_the_eager_round_in_float64",
          "test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled",
-         "test_the_foreach_optimizer_on_cuda_agrees_with_its_loop_in_float64"]
+         "test_the_foreach_optimizer_on_cuda_gives_its_loops_bits"]
 
 
 def test_the_gpu_tier_is_collected_with_every_part_of_the_check():
@@ -69,7 +69,23 @@ def test_the_smoke_run_skips_the_tier_and_benchmarks_every_workload_on_both_path
     assert "failed" not in lever and lever["path"] == compiled["cnn_fedavg"]["faster_path"], lever
     # the warm-up round held the compilation: far longer than a compiled round
     assert lever["warmup_seconds"] > 3 * max(lever["seconds_per_round_repeats"])
+    assert lever["compiled_graphs"] >= 1 and lever["cudagraph_skips"] == 0
+    assert "compiled_graphs" not in foreach  # counted for the compile levers only
+    table = (tmp_path / "compile" / "device_speed.md").read_text()
+    assert "| workload | path | compile |" in table  # the levers this call measured, no other column
     assert "gpu-check: tests exit 0, benchmark exit 0" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--fast"], "gpu-check: unknown option --fast; "),
+    (["a", "b"], "gpu-check: one output folder, not 'a' and 'b'; "),
+    (["--smoke"], "gpu-check: --smoke takes an output folder and no --reproducibility; "),
+    (["--smoke", "--reproducibility", "x"], "gpu-check: --smoke takes an output folder and no --reproducibility; ")])
+def test_the_check_refuses_bad_arguments_in_one_line_before_anything_runs(tmp_path, args, message):
+    result = subprocess.run(["bash", "scripts/gpu-check.sh", *args], cwd=REPO, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [message + "allowed: [--reproducibility] [OUT], or --smoke OUT"]
 
 
 def test_the_device_benchmark_names_an_unknown_workload_in_one_line(tmp_path):

@@ -256,3 +256,45 @@ def test_the_foreach_route_is_off_unless_asked_and_a_bad_value_is_one_line(monke
     monkeypatch.setenv(FOREACH_VARIABLE, "yes")
     with pytest.raises(UserError, match=r"^FEDFORGET_FOREACH: 'yes' is not allowed; expected off or on$"):
         build_optimizer(settings)
+
+
+@pytest.mark.parametrize("optimizer", FOREACH_CASES, ids=lambda o: repr(o))
+def test_the_foreach_route_runs_exactly_where_every_client_steps_and_no_step_is_kept(optimizer, monkeypatch):
+    # every multi-tensor step ends in one torch._foreach_add_ on the parameters; the loop never calls it
+    calls = []
+    real = torch._foreach_add_
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "_foreach_add_", counted)
+    multi = with_foreach(optimizer)
+
+    def steps_taken_by_foreach(params, grads, active, keep_steps=False) -> bool:
+        calls.clear()
+        multi.step(params, grads, {}, active, keep_steps=keep_steps)
+        return bool(calls)
+
+    one = {name: value[0] for name, value in random_params().items()}
+    one_grads = {name: g[0] for name, g in random_grads(torch.ones(1, 1, dtype=torch.bool))[0].items()}
+    assert steps_taken_by_foreach(clone(one), one_grads, None)  # the sequential path's call
+    assert not steps_taken_by_foreach(clone(one), one_grads, None, keep_steps=True)
+    everyone = torch.ones(CLIENTS, dtype=torch.bool)
+    stacked_grads = random_grads(everyone.unsqueeze(0))[0]
+    # a stacked step every client takes: SGD's multi-tensor route; Adam's per-client corrections keep the loop
+    assert steps_taken_by_foreach(random_params(), stacked_grads, everyone) == isinstance(optimizer, SGD)
+    assert not steps_taken_by_foreach(random_params(), random_grads(SCHEDULE)[1], SCHEDULE[1])  # one skips
+
+
+@pytest.mark.parametrize("optimizer", FOREACH_CASES, ids=lambda o: repr(o))
+def test_with_foreach_a_cohort_whose_clients_skip_steps_is_the_loops_bit_for_bit(optimizer):
+    # no step kept, clients skipping and finishing (their gradients NaN): the loop's bits, skipped clients untouched
+    initial, grads = random_params(), random_grads(SCHEDULE)
+    loop, loop_state = run_cohort(optimizer, initial, grads, SCHEDULE)
+    multi, multi_state = run_cohort(with_foreach(optimizer), initial, grads, SCHEDULE)
+    after_three, _ = run_cohort(with_foreach(optimizer), initial, grads[:3], SCHEDULE[:3])
+    for name in SHAPES:
+        assert torch.equal(multi[name], loop[name])
+        assert torch.equal(multi[name][2], after_three[name][2])  # client 2 stopped after step 3
+        assert bool(torch.isfinite(multi[name]).all())

@@ -80,3 +80,13 @@ def test_the_command_refuses_an_unlisted_seed_in_one_line(project):
     assert result.stderr.strip().splitlines() == [
         ("error: runs.fedcurv_e10_fedcurv: seed 1 is not one of the run's seeds in profile default; allowed: 0 "
          "(to add one, list it in the run's seeds in params.yaml and run `python -m pipeline.profile`)")]
+
+
+@pytest.mark.parametrize("variable, value, allowed", [
+    ("FEDFORGET_THREADS", "two", "expected an integer >= 1"), ("FEDFORGET_CHUNK", "all", "expected mmap or device"),
+    ("FEDFORGET_COMPILE", "max", "expected off, on, cudagraphs"), ("FEDFORGET_FOREACH", "1", "expected off or on")])
+def test_a_bad_speed_setting_is_refused_before_the_run_is_looked_up(project, capsys, monkeypatch, variable, value,
+                                                                    allowed):
+    # refused ahead of everything: the run here is not even resolved yet
+    monkeypatch.setenv(variable, value)
+    assert train(capsys, "fedcurv_e10_fedavg", "--seed", "1") == f"error: {variable}: {value!r} is not allowed; {allowed}"
