@@ -7,6 +7,7 @@ without an import cycle.
 from __future__ import annotations
 
 import difflib
+import math
 import numbers
 from pathlib import Path
 
@@ -24,7 +25,8 @@ def is_int(value) -> bool:
 
 
 def is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    """A finite real number (not a bool): NaN and infinities are refused wherever a number is asked for."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def check_int(path, value, low=None, high=None):
@@ -36,13 +38,13 @@ def check_int(path, value, low=None, high=None):
 
 def check_positive(path, value):
     if not is_number(value) or not value > 0:
-        return [f"{path}: {value!r} is not allowed; expected a number > 0"]
+        return [f"{path}: {value!r} is not allowed; expected a finite number > 0"]
     return []
 
 
 def check_nonnegative(path, value):
     if not is_number(value) or value < 0:
-        return [f"{path}: {value!r} is not allowed; expected a number >= 0"]
+        return [f"{path}: {value!r} is not allowed; expected a finite number >= 0"]
     return []
 
 
@@ -124,22 +126,15 @@ def read_grid(path: Path = Path("grid.yaml")) -> dict | None:
     return document.get("grid") if isinstance(document, dict) else None
 
 
-def run_seed_problems(run: str, seed: int, grid: dict | None) -> list[str]:
-    """Why `python -m pipeline.train RUN --seed SEED` has nothing to train (empty: it has). The (run, seed)
-    pairs are grid.yaml's: the active profile's runs and seeds, one train stage each. Without a grid
-    (none written yet) nothing is said here; the resolved file's absence is reported next."""
+def run_problems(run: str, grid: dict | None) -> list[str]:
+    """Why `python -m pipeline.train RUN` has nothing to train (empty: it has). The runs are grid.yaml's:
+    the active profile's, one train stage each. Without a grid (none written yet) nothing is said here;
+    the resolved file's absence is reported next."""
     if not isinstance(grid, dict) or not isinstance(grid.get("runs"), dict):
         return []
-    pairs = [entry for group in grid["runs"].values() for entry in (group or {}).values()]
-    seeds = sorted(entry["seed"] for entry in pairs if entry["run"] == run)
-    profile = grid.get("profile")
-    if not seeds:
-        close = difflib.get_close_matches(run, sorted({entry["run"] for entry in pairs}), n=3)
-        hint = (f"did you mean {', '.join(map(repr, close))}?" if close
-                else "allowed: the keys of `runs` in params.yaml")
-        return [f"runs.{run}: no run named {run!r} in profile {profile} (grid.yaml); {hint}"]
-    if seed not in seeds:
-        return [(f"runs.{run}: seed {seed} is not one of the run's seeds in profile {profile}; allowed: "
-                 f"{', '.join(map(str, seeds))} (to add one, list it in the run's seeds in params.yaml and run "
-                 "`python -m pipeline.profile`)")]
-    return []
+    runs = sorted(grid["runs"])
+    if run in runs:
+        return []
+    close = difflib.get_close_matches(run, runs, n=3)
+    hint = f"did you mean {', '.join(map(repr, close))}?" if close else "allowed: the keys of `runs` in params.yaml"
+    return [f"runs.{run}: no run named {run!r} in profile {grid.get('profile')} (grid.yaml); {hint}"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +21,6 @@ import torch
 from pipeline.io import atomic_path
 
 NORMALISED_CACHE_BYTES = 1 << 30
-INPUT_SCALINGS = ("standardize", "unit")
 
 # The purpose keys of derived generators: one stream per use, so adding a use never shifts another.
 COHORT_STREAM = 1 << 20
@@ -31,7 +29,6 @@ FISHER_STREAM = 1 << 22
 PROBE_STREAM = 1 << 23
 AUGMENT_STREAM = 1 << 24
 
-AUGMENTATIONS = ("none", "crop_flip")
 # torchvision's RandomCrop(32, padding=4) + RandomHorizontalFlip, the CIFAR recipe the TCE authors use.
 CROP_PADDING = 4
 
@@ -179,7 +176,6 @@ def channel_stats(x_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return pixels.mean(0), pixels.std(0).clamp_min(1e-3)
 
 
-STATS_CACHE_DIR = Path(os.environ.get("FEDFORGET_CACHE", ".cache")) / "scaling_stats"
 
 
 def cached_scaling_stats(x_uint8: torch.Tensor, scaling: str, dataset_sha256: str,
@@ -195,7 +191,7 @@ def cached_scaling_stats(x_uint8: torch.Tensor, scaling: str, dataset_sha256: st
     code = inspect.getsource(channel_stats) + inspect.getsource(input_scaling_stats)
     key = hashlib.sha256("\n".join([dataset_sha256, scaling, code, torch.__version__, kernels,
                                     str(tuple(x_uint8.shape))]).encode()).hexdigest()[:32]
-    path = (cache_dir or STATS_CACHE_DIR) / f"{key}.pt"
+    path = Path(cache_dir or ".cache") / "scaling_stats" / f"{key}.pt"
     try:
         mean, std = torch.load(path, weights_only=True)
         return mean.to(x_uint8.device), std.to(x_uint8.device)
@@ -240,19 +236,10 @@ def sample_cohort(num_clients: int, fraction: float, seed: int, round_: int) -> 
     return sorted(chosen.tolist())
 
 
-def local_batches(num_samples: int, epochs: int, batch_size: int, generator: torch.Generator):
-    """Positions (into the client's index list) of every local step: a fresh permutation each epoch,
-    cut into batches of `batch_size` (the last one smaller)."""
-    batches = []
-    for _ in range(epochs):
-        order = torch.randperm(num_samples, generator=generator)
-        batches += list(order.split(batch_size))
-    return batches
-
-
 def client_schedule(num_samples: int, epochs: int, batch_size: int, generator: torch.Generator):
-    """`local_batches` as a padded [steps, batch_size] tensor of positions (-1 = no sample), built
-    with whole-tensor operations: the same permutations, drawn in the same order."""
+    """Positions (into the client's index list) of every local step, as a padded [steps, batch_size]
+    tensor (-1 = no sample): a fresh permutation each epoch, cut into batches of `batch_size` (the last
+    one smaller)."""
     per_epoch = -(-num_samples // batch_size)
     orders = torch.full((epochs, per_epoch * batch_size), -1, dtype=torch.long)
     for epoch in range(epochs):
@@ -260,17 +247,11 @@ def client_schedule(num_samples: int, epochs: int, batch_size: int, generator: t
     return orders.view(epochs * per_epoch, batch_size)
 
 
-def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int, round_: int):
-    """Padded [steps, clients, batch] sample indices and weights (0 = padding or a finished client), on the
-    data's device."""
-    index, weight = cohort_schedule_on_host(data, cohort, epochs, batch_size, seed, round_)
-    return index.to(data.x.device), weight.to(data.x.device)
-
-
-def cohort_schedule_on_host(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int,
+def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int,
                             round_: int):
-    """`cohort_schedule` on the CPU, where it is drawn: the training loop branches on the host copy (which
-    clients step, how many samples a batch holds) and never asks the device."""
+    """Padded [steps, clients, batch] sample indices and weights (0 = padding or a finished client), on the
+    CPU, where they are drawn: the training loop branches on this host copy (which clients step, how many
+    samples a batch holds) and never asks the device."""
     positions = [client_schedule(len(data.clients[client]), epochs, batch_size, generator_for(seed, round_, client))
                  for client in cohort]
     steps = max(len(p) for p in positions)

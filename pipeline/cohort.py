@@ -19,7 +19,6 @@ every branch (which clients step, how many samples a batch holds) is taken there
 from __future__ import annotations
 
 import copy
-import os
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,6 @@ from torch.func import functional_call, grad_and_value, vmap
 from pipeline import cohort_mlp
 from pipeline.clientdata import (AUGMENT_STREAM, DROPOUT_STREAM, ClientData, crop_flip, crop_flip_draws, gather_rows,
                                  generator_for)
-from pipeline.errors import UserError
 from pipeline.losses import per_sample_loss
 from pipeline.models import batch_norm_presence, dropout_masks
 from pipeline.optimizers import SGD
@@ -65,10 +63,9 @@ def cohort_chunk_size(params: dict) -> int:
 # stacks as many as fit in a fixed share of the device's *total* memory, by an estimate of one client's
 # working set: a fixed function of the model, the batch and the kind of device (not of its free memory),
 # so that a rerun on the same kind of GPU stacks the same chunks and gives the same bits (a chunk changes
-# the kernels' shapes, and with them float32 rounding). FEDFORGET_CHUNK=device chooses it; the default stays
-# the mmap rule until the device benchmark's `device_chunk` lever has measured it on a GPU.
-CHUNK_RULE_VARIABLE = "FEDFORGET_CHUNK"
-CHUNK_RULES = ("mmap", "device")
+# the kernels' shapes, and with them float32 rounding). RuntimeOptions.chunk = "device" chooses it
+# (FEDFORGET_CHUNK); the default stays the mmap rule until the device benchmark's `device_chunk` lever has
+# measured it on a GPU.
 DEVICE_MEMORY_SHARE = 0.5  # the rest: the dataset on the device, the global state, evaluation, fragmentation
 STATE_COPIES = 4  # a client's parameters, gradients and up to two optimiser moments (Adam)
 # Autograd keeps a leaf's input and output and vmap's batching adds temporaries: 4 copies of every leaf
@@ -79,40 +76,33 @@ STATE_COPIES = 4  # a client's parameters, gradients and up to two optimiser mom
 SAVED_OUTPUT_COPIES = 4
 
 
-def chunk_rule() -> str:
-    """The chunk rule FEDFORGET_CHUNK names (default mmap); a one-line error for another value."""
-    rule = os.environ.get(CHUNK_RULE_VARIABLE, "mmap")
-    if rule not in CHUNK_RULES:
-        raise UserError(f"{CHUNK_RULE_VARIABLE}: {rule!r} is not allowed; expected {' or '.join(CHUNK_RULES)}")
-    return rule
-
-
 # torch.compile of the training step. On an H200, FedAvg's CNN at B = 10 trained at 0.3-0.5 TFLOP/s, 15 ms
 # a vectorized step of 100 small images: ~500 operator calls (about half of them torch.func's views and
 # reshapes), so the step is bound by the host's dispatch, not the arithmetic. Compiling traces the step
 # once into fused kernels; `cudagraphs` also replays them as one CUDA graph (torch's "reduce-overhead").
-# A speed lever, off by default until the device benchmark's `compile` levers have measured it on a GPU:
-# fused kernels round float32 differently, so, like FEDFORGET_CHUNK, it is recorded in timing.json and
-# is not part of a stage's key.
-COMPILE_VARIABLE = "FEDFORGET_COMPILE"
+# A speed lever, off by default (RuntimeOptions.compile, FEDFORGET_COMPILE) until the device benchmark's
+# `compile` levers have measured it on a GPU: fused kernels round float32 differently, so, like the chunk
+# rule, it is recorded in timing.json and is not part of a stage's key.
 COMPILE_MODES = {"off": None, "on": "default", "cudagraphs": "reduce-overhead"}
 
 
-def compile_mode() -> str:
-    """The compile mode FEDFORGET_COMPILE names (default off); a one-line error for another value."""
-    mode = os.environ.get(COMPILE_VARIABLE, "off")
-    if mode not in COMPILE_MODES:
-        raise UserError(f"{COMPILE_VARIABLE}: {mode!r} is not allowed; expected {', '.join(COMPILE_MODES)}")
-    return mode
+def compiled(step, mode: str = "off"):
+    """`step` compiled by torch.compile in `mode` (RuntimeOptions.compile), or `step` itself. A round
+    builds its step anew (the objective closes over the round's job), but torch.compile's cache belongs
+    to the code, and its guards compare what the closure holds, so later rounds reuse the first round's
+    compiled graphs (tests/test_compile.py counts them)."""
+    torch_mode = COMPILE_MODES[mode]
+    return step if torch_mode is None else torch.compile(step, mode=torch_mode)
 
 
-def compiled(step):
-    """`step` compiled by the mode FEDFORGET_COMPILE names, or `step` itself. A round builds its step anew
-    (the objective closes over the round's job), but torch.compile's cache belongs to the code, and its
-    guards compare what the closure holds, so later rounds reuse the first round's compiled graphs
-    (tests/test_compile.py counts them)."""
-    mode = COMPILE_MODES[compile_mode()]
-    return step if mode is None else torch.compile(step, mode=mode)
+@dataclass(frozen=True)
+class Levers:
+    """The runtime's speed levers as the engine takes them (pipeline.options.RuntimeOptions): how cohorts
+    are chunked, whether the step is compiled, whether the optimiser steps as multi-tensor operations. On
+    a CPU none of them changes a number; on a GPU they may move the last bits (recorded in timing.json)."""
+    chunk: str = "mmap"
+    compile: str = "off"
+    foreach: bool = False
 
 
 _ACTIVATION_BYTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {image shape: bytes}
@@ -160,10 +150,11 @@ def device_chunk_size(working_bytes: int, total_memory: int, share: float = DEVI
     return max(1, int(share * total_memory) // max(1, working_bytes))
 
 
-def chunk_for_round(model: torch.nn.Module, params: dict, image_shape, batch_size: int, device: torch.device) -> int:
-    """The round's chunk: the device rule where FEDFORGET_CHUNK=device and the state is on a CUDA device,
-    else the mmap rule."""
-    if device.type != "cuda" or chunk_rule() != "device":
+def chunk_for_round(model: torch.nn.Module, params: dict, image_shape, batch_size: int, device: torch.device,
+                    rule: str = "mmap") -> int:
+    """The round's chunk: the device rule where `rule` (RuntimeOptions.chunk) is "device" and the state is on
+    a CUDA device, else the mmap rule."""
+    if device.type != "cuda" or rule != "device":
         return cohort_chunk_size(params)
     total = torch.cuda.get_device_properties(device).total_memory
     working = client_working_bytes(params, activation_bytes_per_sample(model, image_shape), batch_size)
@@ -391,6 +382,7 @@ class CohortJob:
     fixed: dict = field(default_factory=dict)  # stacked parameters held fixed (`freeze`): inputs, not trained
     objective: object = field(default=None)
     plan: StepPlan | None = None  # `weight` as the host knows it; None: read from `weight` once
+    compile: str = "off"  # torch.compile of the step (RuntimeOptions.compile)
 
     def __post_init__(self):
         if self.objective is None:
@@ -440,7 +432,7 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     presence = batch_norm_presence(job.model)
     keep_dim = None if job.keep is None else 0
     step_fn = compiled(vmap(grad_and_value(job.objective, has_aux=True),
-                            in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0)))
+                            in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0)), job.compile)
     affine = closed_form_penalty(job.algorithm, job.hp, job.shared, job.contexts)
     by_hand = by_hand_applies(job)
     fused = fused_sgd_applies(job, affine)
@@ -488,23 +480,18 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     return CohortOutcome(loss_sum / steps_done.clamp_min(1), steps_done.long(), tracker, correct)
 
 
-def sequential_step_function(model, objective):
-    """One client's (gradients, (total, aux)) of the objective: by plain autograd wherever that gives
-    torch.func's numbers bit for bit, which is every model here but those with GroupNorm.
+def sequential_step_function(objective, compile_mode: str = "off"):
+    """One client's (gradients, (total, aux)) of the objective, by plain autograd.
 
     The sequential path has nothing to vmap, and torch.func's grad transform wraps every tensor of the
     forward and backward pass: one step of 64 CIFAR images on `cnn_small` with BatchNorm took 8.0 ms
-    through it against 6.0 ms by autograd, an MLP step of 10 samples 1.11 against 0.60 (this 2-core
-    CPU). GroupNorm's backward torch.func computes by another formula (gradients differ by ~1e-8 in
-    ~1e-2), so GroupNorm models keep torch.func although autograd took their step from 9.3 to 4.7 ms:
-    switching would move the TCE runs' numbers at rounding level, and speed work must leave numbers
-    as they are (issue 17). tests/test_engine.py checks the equality for every model. Compiled
-    (FEDFORGET_COMPILE), it is torch.func's transform for every model: torch.autograd.grad would break
-    the compiled graph."""
-    if compile_mode() != "off":
-        return compiled(grad_and_value(objective, has_aux=True))
-    if any(isinstance(module, torch.nn.GroupNorm) for module in model.modules()):
-        return grad_and_value(objective, has_aux=True)
+    through it against 6.0 ms by autograd, with GroupNorm 9.3 against 4.7 ms, an MLP step of 10 samples
+    1.11 against 0.60 (2-core AMD EPYC). Autograd gives torch.func's numbers bit for bit for every model
+    but the GroupNorm ones, whose backward torch.func computes by another formula (gradients differ by
+    ~1e-8 in ~1e-2); tests/test_engine.py checks both. Compiled (RuntimeOptions.compile), it is
+    torch.func's transform: torch.autograd.grad would break the compiled graph."""
+    if compile_mode != "off":
+        return compiled(grad_and_value(objective, has_aux=True), compile_mode)
     return autograd_grad_and_value(objective)
 
 
@@ -527,7 +514,7 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     Nothing in a step reads a value back from the device: which steps a client takes and how many
     samples each holds come from the host's plan, and the losses are summed on the device (in float64,
     as the Python floats they once were, so the numbers are the same)."""
-    step_fn = sequential_step_function(job.model, job.objective)
+    step_fn = sequential_step_function(job.objective, job.compile)
     index, weight = job.index, job.weight
     batch = index.shape[2]
     tracker = job.tracker_factory() if job.tracker_factory else None

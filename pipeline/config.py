@@ -16,15 +16,13 @@ from pathlib import Path
 from pipeline.checks import (PROFILE_BLOCKS, PROFILES, check_choice, check_fraction, check_int, check_keys,
                              check_mapping, check_positive, check_profiles, in_profile, is_int, profile_overrides)
 from pipeline.errors import UserError, exit_on_user_error
-from pipeline.inputs import DATASETS, seed_key
+from pipeline.paths import GRID_FILE, PARAMS_FILE
+from pipeline.inputs import DATASETS
 from pipeline.partition_sizes import dropped_samples_warning, large_batch_warning, partition_sizes, training_split
 from pipeline.partitioners import PartitionError
 from pipeline.runs import RUN_DEFAULTS, check_run, check_run_values, deep_merge, expand_templates, scaled_keys
-from pipeline.stagefiles import STAGE_GROUPS, stage_group
 from pipeline.yamlfile import load_yaml
 
-PARAMS_FILE = Path("params.yaml")
-GRID_FILE = Path("grid.yaml")
 SCHEMES = ("iid", "shards", "dirichlet", "clusters", "natural")
 
 
@@ -260,44 +258,34 @@ def check_params(params) -> list[str]:
 # ---------------------------------------------------------------- the grid: what the dvc.yaml files iterate over
 
 def derive_grid(params) -> dict:
-    """The (run, seed) pairs of the active profile, the partitions they use or that belong to the
-    profile, and the datasets those partitions use.
+    """The runs of the active profile, the partitions they use or that belong to the profile, and the
+    datasets those partitions use.
 
     The dvc.yaml files cannot compute this (their templating has no expressions), so it lives in grid.yaml,
-    written by `python -m pipeline.profile` and checked here against params.yaml before every stage.
-    Each (run, seed) is its own train stage, keyed `<run>-seed<s>`: adding a seed adds one stage.
-    The pairs are grouped by the run's paper (`other` for a run without one), one group to each
-    stages/<group>/dvc.yaml (pipeline/stagefiles.py says why).
+    written by `python -m pipeline.profile` and checked here against params.yaml before every stage. Each
+    run is one train stage, `train@<run>`, which trains all its seeds (its seed list is in its resolved
+    settings, not here: adding a seed changes the run's resolved file, and retrains that run alone).
     """
     profile = params["profile"]
 
-    def resolved(run):  # a profile's block may put a run onto another partition or other seeds
+    def resolved(run):  # a profile's block may put a run onto another partition
         return deep_merge(run, profile_overrides(run, profile))
 
-    runs = {group: {} for group in STAGE_GROUPS}
+    runs: dict[str, dict] = {}
     for key, settings in (params.get("runs") or {}).items():
         if not in_profile(settings, profile):
             continue
         run = resolved(settings)
         partition = run["partition"]
-        for seed in run.get("seeds", RUN_DEFAULTS["seeds"]):
-            # the algorithm names its module: the train stage depends on that one (stagefiles.py)
-            runs[stage_group(run)][seed_key(key, seed)] = {
-                "run": key, "seed": seed, "partition": partition,
-                "dataset": params["partitions"][partition]["dataset"], "algorithm": run["algorithm"]["name"]}
-    pairs = grid_runs({"runs": runs}).values()
-    used = {r["partition"] for r in pairs}
+        # the algorithm names its fingerprint file: the train stage depends on that one (dvc.yaml)
+        runs[key] = {"run": key, "partition": partition, "dataset": params["partitions"][partition]["dataset"],
+                     "algorithm": run["algorithm"]["name"]}
+    used = {r["partition"] for r in runs.values()}
     partitions = {name: {"dataset": settings["dataset"]}
                   for name, settings in params["partitions"].items()
                   if name in used or in_profile(settings, profile)}
     datasets = sorted({p["dataset"] for p in partitions.values()})
-    return {"profile": profile, "datasets": datasets, "partitions": partitions, "runs": runs,
-            "run_ids": sorted({r["run"] for r in pairs})}
-
-
-def grid_runs(grid: dict) -> dict:
-    """Every (run, seed) pair of a grid, whatever its stage group: `<run>-seed<s>` -> its entry."""
-    return {key: entry for group in grid["runs"].values() for key, entry in group.items()}
+    return {"profile": profile, "datasets": datasets, "partitions": partitions, "runs": dict(sorted(runs.items()))}
 
 
 def read_yaml(path: Path):
@@ -345,8 +333,7 @@ def main(argv=None) -> None:
     for warning in check_warnings(params):
         print(f"warning: {warning}", file=sys.stderr)
     print(f"{args.params}: ok (profile {params['profile']}: {len(grid['datasets'])} datasets, "
-          f"{len(grid['partitions'])} partitions, {len(grid['run_ids'])} runs, "
-          f"{len(grid_runs(grid))} run-seed stages)")
+          f"{len(grid['partitions'])} partitions, {len(grid['runs'])} runs)")
 
 
 if __name__ == "__main__":

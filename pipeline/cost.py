@@ -35,7 +35,7 @@ import torch
 from pipeline.clientdata import sample_cohort
 from pipeline.inputs import dataset_spec
 from pipeline.inputs import PARTITION_RECORDS
-from pipeline.train import RUNS_DIR
+from pipeline.paths import RUNS_DIR
 
 # Effective fp32 training throughput assumed for one H100-class GPU on these small models and batches
 # (far below its peak: at B = 10-64 the kernels are small). An assumption, not a measurement.

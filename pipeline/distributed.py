@@ -21,16 +21,10 @@ docs/scaling.md says what is reproducible bit for bit on which device.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime
-import io
-import logging
 import os
 import platform
-import shlex
-import signal
 import socket
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,22 +32,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from pipeline.cohort import chunk_rule, compile_mode
 from pipeline.errors import UserError
-from pipeline.optimizers import foreach_mode
+from pipeline.options import RuntimeOptions
 
-LAUNCH_VARIABLE = "FEDFORGET_TORCHRUN"  # torchrun's options; set, the train command relaunches itself under it
-QUIET_PEERS_VARIABLE = "FEDFORGET_LAUNCHED"  # set for the workers of relaunch_under_torchrun
+# Exit codes the torchrun launcher (pipeline.launch) reads from its workers.
 USER_ERROR_EXIT = 2  # pipeline.errors.exit_on_user_error's code
-PEER_LOST_EXIT = 3  # a worker that only lost its peers, under relaunch_under_torchrun
-TIMEOUT_VARIABLE = "FEDFORGET_DIST_TIMEOUT"  # seconds to wait for the rendezvous and for each collective
-# gloo or nccl; unset: nccl when training on CUDA, else gloo. gloo lets several processes share one GPU
-# (NCCL refuses two ranks on one device), at the price of collectives through the host.
-BACKEND_VARIABLE = "FEDFORGET_DIST_BACKEND"
-BACKENDS = ("gloo", "nccl")
-DEVICE_VARIABLE = "FEDFORGET_DEVICE"  # cpu or cuda; unset: cuda when CUDA is available, else cpu
-DEVICES = ("cpu", "cuda")
-DETERMINISTIC_VARIABLE = "FEDFORGET_DETERMINISTIC"  # 1: deterministic GPU kernels (use_deterministic_kernels)
+PEER_LOST_EXIT = 3  # a worker that only lost its peers
+QUIET_PEERS_VARIABLE = "FEDFORGET_LAUNCHED"  # set by pipeline.launch for the workers it starts
+BACKEND_VARIABLE, DEVICE_VARIABLE = "FEDFORGET_DIST_BACKEND", "FEDFORGET_DEVICE"  # named in messages
 
 
 @dataclass(frozen=True)
@@ -72,22 +58,10 @@ def inside_torchrun() -> bool:
     return "WORLD_SIZE" in os.environ and "RANK" in os.environ
 
 
-def timeout() -> datetime.timedelta:
-    # Long enough for rank 0's evaluation, probes and checkpoint between two gathers (the others wait).
-    text = os.environ.get(TIMEOUT_VARIABLE, "1800")
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if seconds <= 0:
-        raise UserError(f"{TIMEOUT_VARIABLE}: {text!r} is not allowed; expected a number of seconds > 0")
-    return datetime.timedelta(seconds=seconds)
-
-
-def start() -> Ranks | None:
-    """Set the kernels FEDFORGET_DETERMINISTIC asks for (every rank alike: their states must agree), then
-    join the process group torchrun set up (None when this is a plain single process)."""
-    apply_kernel_settings()
+def start(options: RuntimeOptions = RuntimeOptions()) -> Ranks | None:
+    """Set the kernels `options` ask for (every rank alike: their states must agree), then join the
+    process group torchrun set up (None when this is a plain single process)."""
+    apply_kernel_settings(options.deterministic)
     if not inside_torchrun():
         return None
     size, rank = int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
@@ -95,8 +69,9 @@ def start() -> Ranks | None:
     if size == 1:
         return None
     address = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
-    device = device_type()
-    backend = backend_for(device)
+    device = device_type(options.device)
+    backend = backend_for(device, options.dist_backend)
+    timeout = datetime.timedelta(seconds=options.dist_timeout)
     if device == "cuda":
         gpus = torch.cuda.device_count()
         problem = processes_exceed_gpus(local_rank + 1, gpus, backend)
@@ -105,40 +80,34 @@ def start() -> Ranks | None:
         torch.cuda.set_device(local_rank % gpus)
     try:
         if rank != 0 and "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ:
-            wait_for_rank_0(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), timeout().total_seconds())
-        dist.init_process_group(backend, timeout=timeout())
+            wait_for_rank_0(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), options.dist_timeout)
+        dist.init_process_group(backend, timeout=timeout)
     except (ValueError, RuntimeError) as error:  # no MASTER_ADDR, nobody listening, a rank that never came
         first = (str(error).strip().splitlines() or ["no reason given"])[0]
         raise UserError(f"torch.distributed: rank {rank} of {size}: the rendezvous at {address} did not complete "
-                        f"within {timeout().total_seconds():g} s ({first}); start every rank with torchrun, "
+                        f"within {options.dist_timeout:g} s ({first}); start every rank with torchrun, "
                         f"or set MASTER_ADDR/MASTER_PORT to a reachable rank 0") from None
     return Ranks(rank, size, local_rank)
 
 
-def device_type() -> str:
-    """The kind of device a run trains on: FEDFORGET_DEVICE, else CUDA where it is available."""
-    text = os.environ.get(DEVICE_VARIABLE, "").strip()
-    if not text:
+def device_type(requested: str | None = None) -> str:
+    """The kind of device a run trains on: `requested` (RuntimeOptions.device), else CUDA where available."""
+    if not requested:
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if text not in DEVICES:
-        raise UserError(f"{DEVICE_VARIABLE}: {text!r} is not allowed; expected one of {', '.join(DEVICES)}")
-    if text == "cuda" and not torch.cuda.is_available():
+    if requested == "cuda" and not torch.cuda.is_available():
         raise UserError(f"{DEVICE_VARIABLE}: cuda, but CUDA is not available here; use cpu")
-    return text
+    return requested
 
 
-def backend_for(device: str) -> str:
-    """torch.distributed's backend for ranks training on `device` (cpu or cuda): FEDFORGET_DIST_BACKEND,
-    else NCCL on CUDA and gloo on the CPU."""
-    text = os.environ.get(BACKEND_VARIABLE, "").strip()
-    if not text:
+def backend_for(device: str, requested: str | None = None) -> str:
+    """torch.distributed's backend for ranks training on `device` (cpu or cuda): `requested`
+    (RuntimeOptions.dist_backend), else NCCL on CUDA and gloo on the CPU."""
+    if not requested:
         return "nccl" if device == "cuda" else "gloo"
-    if text not in BACKENDS:
-        raise UserError(f"{BACKEND_VARIABLE}: {text!r} is not allowed; expected one of {', '.join(BACKENDS)}")
-    if text == "nccl" and device != "cuda":
+    if requested == "nccl" and device != "cuda":
         raise UserError(f"{BACKEND_VARIABLE}: nccl needs ranks training on CUDA (this run trains on {device}); "
                         "use gloo")
-    return text
+    return requested
 
 
 def processes_exceed_gpus(per_node: int, gpus: int, backend: str) -> str | None:
@@ -207,10 +176,10 @@ def stop(ranks: Ranks | None) -> None:
         dist.destroy_process_group()
 
 
-def device_for(ranks: Ranks | None) -> torch.device:
+def device_for(ranks: Ranks | None, requested: str | None = None) -> torch.device:
     """The device this process trains on (`device_type`); under torchrun a rank's own GPU, shared
     round-robin when gloo lets more processes than GPUs run on a node."""
-    if device_type() == "cpu":
+    if device_type(requested) == "cpu":
         return torch.device("cpu")
     return torch.device("cuda", ranks.local_rank % torch.cuda.device_count()) if ranks else torch.device("cuda")
 
@@ -231,12 +200,9 @@ def use_deterministic_kernels() -> None:
     torch.backends.cudnn.benchmark = False
 
 
-def apply_kernel_settings() -> None:
-    """The kernel settings the environment asks for (FEDFORGET_DETERMINISTIC: 0 or 1, default 0)."""
-    text = os.environ.get(DETERMINISTIC_VARIABLE, "0").strip()
-    if text not in ("0", "1"):
-        raise UserError(f"{DETERMINISTIC_VARIABLE}: {text!r} is not allowed; expected 0 or 1")
-    if text == "1":
+def apply_kernel_settings(deterministic: bool) -> None:
+    """The kernel settings the options ask for (RuntimeOptions.deterministic, FEDFORGET_DETERMINISTIC)."""
+    if deterministic:
         use_deterministic_kernels()
 
 
@@ -270,12 +236,6 @@ def describe_device(device: torch.device) -> dict:
         "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
         "cudnn_deterministic": torch.backends.cudnn.deterministic,
         "cudnn_benchmark": torch.backends.cudnn.benchmark,
-        # how cohorts stacked (pipeline.cohort.chunk_for_round): the device rule applies on CUDA only
-        "chunk_rule": chunk_rule() if device.type == "cuda" else "mmap",
-        # whether the training step was compiled (pipeline.cohort.compiled), on any device
-        "compile": compile_mode(),
-        # whether the optimiser's hot step ran as multi-tensor operations (pipeline.optimizers)
-        "foreach_optimizer": foreach_mode(),
     })
     return info
 
@@ -336,92 +296,3 @@ def broadcast_from_main(ranks: Ranks | None, value, device: torch.device, what: 
     except (RuntimeError, dist.DistError) as error:
         raise lost_contact(ranks, what, error) from None
     return _to(box[0], device)
-
-
-def launch_arguments(options: str, argv: list[str]):
-    from torch.distributed.run import parse_args
-
-    complaint = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(complaint):  # argparse's usage text: one line of it is enough
-            return parse_args([*shlex.split(options), "--module", "pipeline.train", *argv])
-    except SystemExit:
-        reason = (complaint.getvalue().strip().splitlines() or ["not understood"])[-1].split("error: ")[-1]
-        raise UserError(f"{LAUNCH_VARIABLE}: {options!r} are not torchrun options ({reason}); e.g. "
-                        "'--nproc-per-node 2' (see `torchrun --help`)") from None
-
-
-def fit_launch(options: str, cohort_size: int, run: str) -> str | None:
-    """FEDFORGET_TORCHRUN's options for a run whose cohort is `cohort_size` a round. It applies to every
-    train stage of a `dvc repro`, and some runs have smaller cohorts than others (FedWAvg's centralised
-    runs: one client): on one node the process count is cut to the cohort, with a note, and to one plain
-    process (None) for a cohort of one. Across nodes it cannot be cut: too many processes is an error."""
-    args = launch_arguments(options, [])
-    per_node, nodes = str(args.nproc_per_node), str(args.nnodes).split(":")[0]  # elastic "1:2": its minimum
-    if not (per_node.isdigit() and nodes.isdigit()):  # "auto", "gpu": the workers check (check_cohort_size)
-        return options
-    if int(per_node) < 1:
-        raise UserError(f"{LAUNCH_VARIABLE}: --nproc-per-node {per_node} is not allowed; expected >= 1")
-    device = device_type()
-    problem = device == "cuda" and processes_exceed_gpus(int(per_node), torch.cuda.device_count(), backend_for(device))
-    if problem:  # said once, here, before any worker starts
-        raise UserError(f"{LAUNCH_VARIABLE}: {problem}")
-    if int(nodes) > 1 or int(per_node) <= cohort_size:
-        check_cohort_size(Ranks(0, int(per_node) * int(nodes), 0), cohort_size, run)
-        return options
-    print(f"note: run {run} trains {cohort_size} client{'s' * (cohort_size > 1)} a round: "
-          f"{cohort_size} process{'es' * (cohort_size > 1)}, not the {per_node} {LAUNCH_VARIABLE} asks for",
-          flush=True)
-    return None if cohort_size == 1 else f"{options} --nproc-per-node {cohort_size}"  # argparse: the last wins
-
-
-def relaunch_under_torchrun(options: str, argv: list[str]) -> None:
-    """Run `python -m pipeline.train argv` under torchrun with `options` (FEDFORGET_TORCHRUN), in this
-    process (torch.distributed.run), so a failed rank becomes one line naming it."""
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.elastic.rendezvous.api import RendezvousError
-    from torch.distributed.run import run
-
-    args = launch_arguments(options, argv)
-    # torchrun's own log lines (a warning per start, one per stopped worker) would bury the one line
-    # that matters; workers that only lost their peers stay quiet too (PeerLost).
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
-    logging.getLogger("torch.distributed.run").setLevel(logging.CRITICAL)
-    os.environ[QUIET_PEERS_VARIABLE] = "1"
-    try:
-        run(args)
-    except ChildFailedError as error:
-        codes = {rank: failure.exitcode for rank, failure in error.failures.items()}
-        if codes.get(0) == USER_ERROR_EXIT:  # rank 0 printed the user's mistake; the others kept quiet
-            sys.exit(USER_ERROR_EXIT)
-        raise UserError(f"torchrun: {first_failure(codes)}; no outputs were written (a rerun resumes from the "
-                        "last checkpoint)") from None
-    except RendezvousError as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise UserError(f"torchrun: the rendezvous at {args.rdzv_endpoint or 'this node'} ({args.rdzv_backend}) "
-                        f"did not complete: {first}") from None
-    finally:
-        os.environ.pop(QUIET_PEERS_VARIABLE, None)
-    sys.stdout.flush()
-
-
-def first_failure(codes: dict[int, int]) -> str:
-    """The rank to blame. When one rank fails, torchrun stops the others with SIGTERM, and a worker that
-    saw its peers go exits with PEER_LOST_EXIT; torch orders failures by whole seconds only, so one of
-    those could come first. Blame a rank that failed on its own (the lowest, if several)."""
-    stopped = (PEER_LOST_EXIT, -signal.SIGTERM)
-    own = {rank: code for rank, code in codes.items() if code not in stopped} or codes
-    rank = min(own)
-    others = " (the other ranks were stopped)" if len(codes) > 1 or rank != 0 else ""
-    if own[rank] == USER_ERROR_EXIT:
-        return f"rank {rank} exited with code 2, an error in its input{others}"
-    return f"rank {rank} {describe_exit(own[rank])}{others}"
-
-
-def describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"

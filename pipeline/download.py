@@ -23,6 +23,24 @@ from pipeline.io import save_npz, sha256_file, write_json
 RAW_DIR = Path("data/raw")
 MIRROR_ENV = "FEDFORGET_DATA_MIRROR"
 
+# The copies this project's development machines prepare from ../shared/datasets (keyed by the prepared
+# file's sha256), and how each differs from the dataset the papers used (../shared/datasets/README.md).
+# A record whose copy is a stand-in says so, and so does every report on it.
+KNOWN_COPIES = {
+    "66d0d104da5f673ffd964f5e79fbea287da49358726afa6094ef081059bc78c1":
+        ("MNIST, byte-identical to the official idx files", False),
+    "59ce0a95d40827e776532a62c05a5cc8aae946dd51eda741f784d5e76c3ab451":
+        ("Fashion-MNIST, from the official gz files", False),
+    "c069ea35a03b9124f7e77c7739208112a53d662fc3985b051c75c6d98bdb8922":
+        ("CIFAR-10, a JPEG (quality ~75) copy of its 60,000 images, not the original pixels", True),
+    "cbc5f4c226156fb7ef0c06ff9b30271f5337fb02105fab173a1a5cfb800f90a7":
+        ("CIFAR-100, the original pixels re-split 500/100 per class (seed 0), not the official split; no "
+         "coarse labels", True),
+    "cd545131317e77d05c540e1006c344c183faa47d2b7bd50b93966c92100438da":
+        ("FEMNIST, a 300-writer subset of LEAF's 5 % non-IID sample (41,432 train + 4,755 test), not the "
+         "full 3,597-writer FEMNIST", True),
+}
+
 
 def from_mirror(name: str, mirror: Path, spec: DatasetSpec) -> dict:
     path = mirror / f"{name}.npz"
@@ -50,15 +68,31 @@ def prepare(name: str, overrides: dict | None = None, mirror: str | None = None)
     return from_source(name, spec)
 
 
-def write_prepared(name: str, arrays: dict) -> None:
+def provenance(sha256: str, mirror: str | None) -> dict:
+    """Where a prepared file came from and, for a copy this project knows, how it differs from the dataset
+    the papers used (`stand_in`: it does)."""
+    copy, stand_in = KNOWN_COPIES.get(sha256, (None, None))
+    record = {"source": "mirror" if mirror else "download"}
+    if copy is not None:
+        record.update({"copy": copy, "stand_in": stand_in})
+    elif mirror:
+        record.update({"copy": "an unknown mirror copy (not one ../shared/datasets makes)", "stand_in": None})
+    else:
+        record.update({"copy": "downloaded from the dataset's own source", "stand_in": False})
+    return record
+
+
+def write_prepared(name: str, arrays: dict, mirror: str | None = None) -> None:
     """data/prepared/<name>.npz (DVC's cache) and its record reports/datasets/<name>.json (git): the
-    checksum the loaders verify, and what the train stages depend on."""
+    checksum the loaders verify (what the train stages depend on), the shapes, and which copy it is."""
     path = prepared_path(name)
     save_npz(path, **arrays)
+    sha256 = sha256_file(path)
     write_json(dataset_record_path(name), {
         "name": name,
-        "sha256": sha256_file(path),
+        "sha256": sha256,
         "shapes": {key: list(value.shape) for key, value in sorted(arrays.items())},
+        **provenance(sha256, mirror),
     })
 
 
@@ -69,8 +103,9 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     # Validated like every stage's params (grid.yaml aside: this stage does not depend on it).
     overrides = load_checked_params(grid_path=None)["datasets"].get(args.name) or {}
-    arrays = prepare(args.name, overrides, os.environ.get(MIRROR_ENV) or None)
-    write_prepared(args.name, arrays)
+    mirror = os.environ.get(MIRROR_ENV) or None
+    arrays = prepare(args.name, overrides, mirror)
+    write_prepared(args.name, arrays, mirror)
     print(f"{prepared_path(args.name)}: {arrays['x_train'].shape[0]} train, {arrays['x_test'].shape[0]} test")
 
 

@@ -1,42 +1,149 @@
-"""Fingerprint stage: the training engine's code, summed up in one small file the train stages depend on.
+"""Fingerprint stage: the code a train stage runs, summed up in small files the train stages depend on.
 
-    python -m pipeline.fingerprint    # -> fingerprint/engine.json
+    python -m pipeline.fingerprint    # -> fingerprint/engine.json, fingerprint/algorithms/<name>.json
 
-Why a stage of its own: DVC parses and rewrites the whole dvc.lock after every stage it runs (ruamel's
-round-trip YAML, pure Python), so each line of the lock costs every stage of a `dvc repro`. With ~150
-stages, listing the engine's modules in every train stage made the lock 18,000 lines and its
-rewriting most of a stage's ~10 s of start-up. The train stages depend on this file (and on their own
-algorithm's module, so that editing one algorithm retrains only its runs); this stage depends on all
-of pipeline/ and writes the digests of ENGINE_CODE only: a changed engine module changes this file and
-every train stage reruns; an edit anywhere else reruns this stage alone, its file unchanged.
+A module's digest is the digest of its syntax tree with the docstrings taken out (comments are not in
+the tree at all), written out in a canonical form that no formatting and no Python version from 3.10
+on changes. So a comment, a docstring, a reformatted line or a renamed temporary file changes no
+digest and retrains nothing; a change to the code does.
+
+Which modules: every module of the package that the train command imports (read from the import
+statements, `train_closure`), in two groups. The engine decides the numbers: a change there re-keys
+checkpoints and retrains. The rest (`NOT_NUMERIC`: the command line, output writing, plots, the torchrun
+launcher, validation, paths, file and error helpers) decides no number; a change there reruns the train
+stages, which then write their outputs again from each seed's kept result (pipeline.results) without
+training. Each algorithm's module has its own file, so that a train stage depends on its own
+algorithm only: adding or editing one algorithm reruns no other algorithm's runs.
+
+Why a stage of its own: DVC parses and rewrites a whole dvc.lock after every stage it runs, so each
+line of a lock costs every stage; one small file stands for the ~30 modules a train stage runs.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 from pathlib import Path
 
 from pipeline.errors import exit_on_user_error
-from pipeline.io import sha256_file, write_json
+from pipeline.io import write_json
 
 OUTPUT = Path("fingerprint/engine.json")
-
-# The modules whose code decides a run's numbers, whatever its algorithm: the one list of them (dvc.yaml's
-# fingerprint stage depends on all of pipeline/; tests/test_fingerprint.py checks this list against what
-# pipeline.train imports). The download, partition and resolve stages' files are not here: training
-# reads their outputs through pipeline/inputs.py's loaders, which are.
-ENGINE_CODE = tuple(f"pipeline/{name}" for name in (
-    "train.py", "clientdata.py", "cohort.py", "cohort_mlp.py", "rounds.py", "optimizers.py", "losses.py",
-    "metrics.py", "forgetting.py", "fisher.py", "models.py", "inputs.py", "settings.py",
-    "path_score.py", "distributed.py", "algorithms/__init__.py", "algorithms/common.py"))
-
-
-def algorithm_code(name: str) -> str:
-    return f"pipeline/algorithms/{name}.py"
+ALGORITHM_OUTPUTS = Path("fingerprint/algorithms")
+PACKAGE = "pipeline"
+TRAIN_COMMAND = "pipeline/train.py"
+ALGORITHMS_DIR = "pipeline/algorithms"
+# The train command's modules that decide no number: how the command runs, how results are written,
+# what is valid, where files live. Every other module it imports is the engine.
+NOT_NUMERIC = frozenset(f"pipeline/{name}" for name in (
+    "__init__.py", "train.py", "outputs.py", "probe_files.py", "launch.py", "results.py", "options.py",
+    "checks.py", "paths.py", "errors.py", "io.py", "fingerprint.py"))
 
 
-def file_digests(paths, root: Path) -> dict:
-    """path -> sha256 of its bytes."""
-    return {path: sha256_file(root / path) for path in paths}
+# ---------------------------------------------------------------- a module's code, without its prose
+
+def strip_docstrings(tree: ast.AST) -> ast.AST:
+    """The tree with the docstring (a leading string expression) of every module, class and function
+    removed, in place."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:]
+    return tree
+
+
+# Fields that carry no code: type comments, a string's `u` prefix; fields that newer Pythons add empty
+# (`type_params`) are dropped with every other empty or absent field below.
+IGNORED_FIELDS = frozenset({"type_comment", "kind"})
+
+
+def canonical(node) -> str:
+    """A text of the tree that is the same on every Python from 3.10 on: node names and their non-empty
+    fields in order (ast.dump's output differs between versions: 3.12 adds `type_params=[]`, 3.13 drops
+    empty fields)."""
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={canonical(value)}" for name, value in ast.iter_fields(node)
+                  if name not in IGNORED_FIELDS and value is not None and value != []]
+        return f"{type(node).__name__}({', '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ", ".join(canonical(item) for item in node) + "]"
+    return f"{type(node).__name__}:{node!r}"
+
+
+def code_digest(source: str) -> str:
+    """sha256 of a module's code: its syntax tree without docstrings, in canonical form."""
+    return hashlib.sha256(canonical(strip_docstrings(ast.parse(source))).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- which modules a train stage runs
+
+def module_path(name: str, root: Path) -> str | None:
+    """The repository path of a dotted module of the package (a package's __init__.py), or None."""
+    path = Path(*name.split("."))
+    if (root / path.with_suffix(".py")).is_file():
+        return path.with_suffix(".py").as_posix()
+    if (root / path / "__init__.py").is_file():
+        return (path / "__init__.py").as_posix()
+    return None
+
+
+def imports_of(path: str, root: Path) -> set[str]:
+    """The package's module files that `path` imports, at its top or inside a function: `import
+    pipeline.x`, `from pipeline.x import y` (pipeline/x.py, and pipeline/x/y.py where y is a module),
+    relative forms resolved. A package's own __init__ counts for every module under it."""
+    parts = Path(path).with_suffix("").parts
+    package = parts[:-1] if parts[-1] == "__init__" else parts[:-1]
+    names = []
+    for node in ast.walk(ast.parse((root / path).read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package[:len(package) - node.level + 1]
+                base = ".".join([*up, *([node.module] if node.module else [])])
+            names += [base] + [f"{base}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    found = set()
+    for name in names:
+        if name == PACKAGE or name.startswith(PACKAGE + "."):
+            pieces = name.split(".")
+            for end in range(1, len(pieces) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__
+                file = module_path(".".join(pieces[:end]), root)
+                if file is not None:
+                    found.add(file)
+    return found - {path}
+
+
+def closure(start: list[str], root: Path) -> set[str]:
+    """Every package module the `start` files import, directly or through others, and the files themselves."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo.extend(imports_of(path, root))
+    return seen
+
+
+def algorithm_files(root: Path) -> dict[str, str]:
+    """Each algorithm's name -> its module file (found as pipeline.algorithms finds them: every module of
+    the folder but common.py and names starting with _)."""
+    return {path.stem: path.relative_to(root).as_posix() for path in sorted((root / ALGORITHMS_DIR).glob("*.py"))
+            if path.stem != "common" and not path.stem.startswith("_")}
+
+
+def train_closure(root: Path) -> set[str]:
+    """The modules a train stage runs, besides its algorithm's own file: what the train command imports,
+    and what each algorithm imports (the algorithms themselves are loaded by name at run time)."""
+    algorithms = algorithm_files(root)
+    return closure([TRAIN_COMMAND, *algorithms.values()], root) - set(algorithms.values())
+
+
+def file_digests(paths, root: Path) -> dict[str, str]:
+    return {path: code_digest((root / path).read_text()) for path in sorted(paths)}
 
 
 def combined_digest(digests: dict) -> str:
@@ -47,18 +154,45 @@ def combined_digest(digests: dict) -> str:
     return summary.hexdigest()
 
 
+def engine_modules(root: Path) -> list[str]:
+    return sorted(train_closure(root) - NOT_NUMERIC)
+
+
+@functools.cache
 def run_code_digest(algorithm: str, root: Path | None = None) -> str:
-    """The code a run of `algorithm` trains with: the engine and that algorithm's module (a checkpoint
-    written by other code, a fixed bug say, is stale)."""
+    """The code that decides a run's numbers: the engine and the run's algorithm. It keys checkpoints
+    and kept results (a result made by other code, a fixed bug say, is stale) and is written into every
+    seed's timing.json."""
     root = root or Path(__file__).resolve().parents[1]
-    return combined_digest(file_digests((*ENGINE_CODE, algorithm_code(algorithm)), root))
+    files = algorithm_files(root)
+    return combined_digest(file_digests([*engine_modules(root), files[algorithm]], root))
+
+
+def fingerprints(root: Path) -> tuple[dict, dict[str, dict]]:
+    """(engine.json's content, {algorithm: its file's content})."""
+    closure_files = train_closure(root)
+    engine = file_digests(closure_files - NOT_NUMERIC, root)
+    other = file_digests(closure_files & NOT_NUMERIC, root)
+    record = {"engine": engine, "not_numeric": other, "engine_sha256": combined_digest(engine),
+              "sha256": combined_digest({**engine, **other})}
+    algorithms = {name: {"file": path, "sha256": code_digest((root / path).read_text())}
+                  for name, path in algorithm_files(root).items()}
+    return record, algorithms
 
 
 @exit_on_user_error
 def main() -> None:
-    digests = file_digests(ENGINE_CODE, Path("."))
-    write_json(OUTPUT, {"files": digests, "sha256": combined_digest(digests)})
-    print(f"{OUTPUT}: {len(digests)} engine modules, sha256 {combined_digest(digests)[:16]}")
+    root = Path(".")
+    record, algorithms = fingerprints(root)
+    write_json(OUTPUT, record)
+    ALGORITHM_OUTPUTS.mkdir(parents=True, exist_ok=True)
+    for name, content in algorithms.items():
+        write_json(ALGORITHM_OUTPUTS / f"{name}.json", content)
+    for stale in ALGORITHM_OUTPUTS.glob("*.json"):
+        if stale.stem not in algorithms:
+            stale.unlink()
+    print(f"{OUTPUT}: {len(record['engine'])} engine modules and {len(record['not_numeric'])} others, "
+          f"sha256 {record['sha256'][:16]}; {len(algorithms)} algorithms -> {ALGORITHM_OUTPUTS}/")
 
 
 if __name__ == "__main__":

@@ -20,12 +20,8 @@ import numpy as np
 
 from pipeline.errors import UserError
 from pipeline.io import sha256_file
+from pipeline.paths import DATASET_RECORDS, PARTITION_RECORDS, PARTITIONS_DIR, PREPARED_DIR, RESOLVED_DIR
 
-PREPARED_DIR = Path("data/prepared")  # <dataset>.npz (DVC's cache)
-DATASET_RECORDS = Path("reports/datasets")  # <dataset>.json: the prepared file's sha256 and shapes (git)
-PARTITIONS_DIR = Path("data/partitions")  # <partition>/clients.npz (DVC's cache)
-PARTITION_RECORDS = Path("reports/partitions")  # <partition>/meta.json, label_counts.json, label_mix.png (git)
-RESOLVED_DIR = Path("resolved")  # <run>.json: a run's settings under the active profile (git)
 
 
 # ---------------------------------------------------------------- datasets
@@ -117,14 +113,9 @@ def dataset_record_path(name: str) -> Path:
     return DATASET_RECORDS / f"{name}.json"
 
 
-def load_prepared(name: str, overrides: dict | None = None) -> dict:
-    """Read data/prepared/<name>.npz, checked against the checksum recorded when it was written."""
-    return load_prepared_with_sha256(name, overrides)[0]
-
-
 def load_prepared_with_sha256(name: str, overrides: dict | None = None) -> tuple[dict, str]:
-    """`load_prepared` and the file's checksum, which it has just verified: a caller keying a cache by the
-    data need not hash the file again (0.35 s for CIFAR-10)."""
+    """data/prepared/<name>.npz's arrays, checked against the checksum recorded when it was written, and
+    that checksum: a caller keying a cache by the data need not hash the file again (0.35 s for CIFAR-10)."""
     path, record = prepared_path(name), dataset_record_path(name)
     if not path.is_file() or not record.is_file():
         raise UserError(f"{path}: not prepared yet; run `dvc repro download@{name}` (or `dvc pull`)")
@@ -179,16 +170,6 @@ def read_resolved(run: str) -> dict:
     if not path.is_file():
         raise UserError(f"{path}: not written yet; run `dvc repro resolve` (or `python -m pipeline.resolve`)")
     return json.loads(path.read_text())
-
-
-def seed_settings(settings: dict, seed: int) -> dict:
-    """A run's settings for one of its seeds (what one train stage trains with)."""
-    return {**settings, "seed": seed, "key": seed_key(settings["run"], seed)}
-
-
-def seed_key(run: str, seed: int) -> str:
-    """The id of one (run, seed): its DVC stage, its results folder and checkpoint name."""
-    return f"{run}-seed{seed}"
 
 
 def settings_hash(settings: dict, extra: dict | None = None) -> str:

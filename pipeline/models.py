@@ -14,7 +14,8 @@
 | resnet_shallow_small | the same blocks at a quarter of the widths (16-128), stride-2 stem | FedWAvg, default profile |
 | densenet121   | torchvision's DenseNet-121, stem adapted to 28x28 / 32x32 inputs         | FedWAvg Table 1, paper profile |
 
-`norm` (a run setting) picks the normalisation of the models that offer one (NORMS, first = default):
+`norm` (a run setting) picks the normalisation of the models that offer one (settings.MODEL_NORMS, first =
+default):
 `group` is GroupNorm with 2 groups (the TCE authors' default; no running statistics, so nothing but
 parameters to average), `batch` is BatchNorm (running statistics carried by the server).
 
@@ -273,33 +274,13 @@ MODELS = {
     "resnet_shallow_small": resnet_shallow_small,
     "densenet121": densenet121,
 }
-MIN_SIDE = {"cnn_mnist": 6, "cnn_fedavg": 4, "cnn_fedavg_bn": 4, "cnn_small": 4, "resnet18": 8, "resnet_shallow": 8,
-            # a stride-2 stem and three stride-2 blocks: 8x8 images reach the last block as 1x1 maps,
-            # and BatchNorm cannot normalise a short last batch of one sample there
-            "resnet_shallow_small": 16, "densenet121": 8}
-# The models with a `norm` option, and the norms each takes (the first is its default).
-NORMS = {"cnn_small": ("group", "batch", "none"), "resnet18": ("group", "batch"), "resnet_shallow": ("batch", "group"),
-         "resnet_shallow_small": ("batch", "group")}
-# What `freeze` can hold fixed (neither trained nor averaged): the FedWAvg paper's Figure 3.
-FREEZES = ("none", "classifier")
-
-
 def build_model(name: str, image_shape, classes: int, seed: int, norm: str | None = None) -> nn.Module:
     """A freshly initialised model; the initialisation depends on `seed` only. `norm` (None: the
-    model's default) applies to the models in NORMS."""
+    model's default) applies to the models in settings.MODEL_NORMS."""
     options = {} if norm is None else {"norm": norm}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return keyed_batch_norms(MODELS[name](tuple(image_shape), classes, **options))
-
-
-def model_fits(name: str, image_shape) -> str | None:
-    """Why the model cannot take this input shape, or None if it can."""
-    height, width, _ = image_shape
-    if min(height, width) < MIN_SIDE.get(name, 1):
-        return f"needs images of at least {MIN_SIDE[name]}x{MIN_SIDE[name]}, got {height}x{width}"
-    return None
-
 
 
 def frozen_parameters(model: nn.Module, freeze: str) -> set[str]:

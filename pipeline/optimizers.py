@@ -14,7 +14,7 @@ it, a step on a GPU never waits for `active.all()` to come back; without it, tha
 The updates are torch.optim.SGD's and torch.optim.Adam's (L2 weight decay added to the gradient, no
 Nesterov, no AMSGrad), with the same arithmetic order, so a cohort matches per-client torch.optim runs.
 
-With FEDFORGET_FOREACH=on, a step every client takes, with no step kept for a tracker, runs as torch's
+With `foreach` (RuntimeOptions.foreach, FEDFORGET_FOREACH=on), a step every client takes, with no step kept for a tracker, runs as torch's
 multi-tensor (`_foreach_*`) operations: the same operations in the same order, one call for all of a
 model's tensors instead of one per tensor (Adam only on one unstacked client, the sequential path, whose
 bias corrections are Python floats; its stacked step stays the loop). On the CPU torch runs them tensor
@@ -30,26 +30,12 @@ is sampled again later may not even be in the same cohort position.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from pipeline.errors import UserError
 from pipeline.settings import OptimizerSettings
-
-FOREACH_VARIABLE = "FEDFORGET_FOREACH"
-FOREACH_MODES = ("off", "on")
-
-
-def foreach_mode() -> str:
-    """The optimiser route FEDFORGET_FOREACH names (default off); a one-line error for another value."""
-    mode = os.environ.get(FOREACH_VARIABLE, "off")
-    if mode not in FOREACH_MODES:
-        raise UserError(f"{FOREACH_VARIABLE}: {mode!r} is not allowed; expected {' or '.join(FOREACH_MODES)}")
-    return mode
-
 
 def _client_mask(active: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     """`active` shaped to broadcast over `param`'s trailing (per-client) dimensions."""
@@ -262,10 +248,9 @@ class Adam:
         torch._foreach_add_(tensors, update)
 
 
-def build_optimizer(settings: OptimizerSettings):
+def build_optimizer(settings: OptimizerSettings, foreach: bool = False):
     """The client optimiser a run names: SGD (lr, momentum, weight_decay) or Adam (lr, betas, eps,
-    weight_decay)."""
-    foreach = foreach_mode() == "on"
+    weight_decay); `foreach` (RuntimeOptions.foreach) steps it as multi-tensor operations."""
     if settings.name == "sgd":
         return SGD(lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay, foreach=foreach)
     if settings.name == "adam":

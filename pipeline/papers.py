@@ -1,7 +1,6 @@
 """The papers this project reproduces, in the order the reports list them, with their titles.
 
-The one list of them: a run's `paper` must name one (pipeline/runs.py), each trains in its own
-stages/<paper>/dvc.yaml (pipeline/stagefiles.py), and each has a report module
+The one list of them: a run's `paper` must name one (pipeline/runs.py), and each has a report module
 pipeline/report/<paper>.py and its published numbers under its key of pipeline/report/published.yaml
 (tests/test_report.py checks those two). It imports nothing, so every layer may import it.
 """

@@ -15,7 +15,7 @@ import argparse
 import signal
 
 from pipeline import cost
-from pipeline.config import PROFILES, derive_grid, grid_runs, load_checked_params
+from pipeline.config import PROFILES, derive_grid, load_checked_params
 from pipeline.runs import changed_scalings
 from pipeline.errors import exit_on_user_error
 from pipeline.runs import resolve_run
@@ -66,13 +66,13 @@ def main(argv=None) -> None:
     if args.profile:
         params = {**params, "profile": args.profile}
     grid = derive_grid(params)
-    print(f"profile {params['profile']}: {len(grid['run_ids'])} runs "
-          f"({len(grid_runs(grid))} run-seed stages), {len(grid['partitions'])} partitions, "
+    seeds = sum(len(resolve_run(params, key)["seeds"]) for key in grid["runs"])
+    print(f"profile {params['profile']}: {len(grid['runs'])} runs ({seeds} seeds), {len(grid['partitions'])} partitions, "
           f"datasets {', '.join(grid['datasets'])}")
     throughput, sources = cost.cpu_throughput(params)
     gpu = cost.gpu_throughput()
     estimates = []
-    for key in grid["run_ids"]:
+    for key in grid["runs"]:
         settings = resolve_run(params, key)
         estimates.append(cost.run_cost(settings, params, throughput, gpu))
         print(f"{run_line(settings)}  [{cost_text(estimates[-1])}]")

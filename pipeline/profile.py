@@ -1,5 +1,5 @@
-"""Switch the active profile and rewrite grid.yaml, the list of stages the dvc.yaml files iterate over
-(and the train stages' stages/<paper>/dvc.yaml, pipeline/stagefiles.py).
+"""Switch the active profile and rewrite grid.yaml, the lists of datasets, partitions and runs dvc.yaml's
+stages iterate over.
 
     python -m pipeline.profile default    # laptop CPU: scaled runs (runs.<key>.scaled applied)
     python -m pipeline.profile paper      # the papers' published settings, for a GPU
@@ -15,15 +15,13 @@ import re
 
 import yaml
 
-from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, check_params, derive_grid, grid_runs, read_yaml
+from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, check_params, derive_grid, read_yaml
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_text
 from pipeline.runs import expand_templates
-from pipeline.stagefiles import write_stage_files
 
 GRID_HEADER = ("# Written by `python -m pipeline.profile` from params.yaml; do not edit by hand.\n"
-               "# dvc.yaml and stages/<paper>/dvc.yaml iterate over these ids (DVC's templating cannot filter runs by\n"
-               "# profile).\n")
+               "# dvc.yaml's stages iterate over these ids (DVC's templating cannot filter runs by profile).\n")
 
 
 def set_profile_line(text: str, profile: str) -> str:
@@ -50,9 +48,8 @@ def main(argv=None) -> None:
     if args.profile:
         write_text(PARAMS_FILE, text)
     write_text(GRID_FILE, GRID_HEADER + yaml.safe_dump({"grid": grid}, sort_keys=True))
-    write_stage_files()
     print(f"profile {grid['profile']}: {len(grid['datasets'])} datasets, {len(grid['partitions'])} partitions, "
-          f"{len(grid['run_ids'])} runs, {len(grid_runs(grid))} run-seed stages -> {GRID_FILE}")
+          f"{len(grid['runs'])} runs -> {GRID_FILE}")
 
 
 if __name__ == "__main__":

@@ -17,30 +17,24 @@ from pipeline.runs import resolve_run
 
 
 def write_resolved(params: dict, runs: list[str]) -> None:
-    """resolved/<run>.json for every run of the profile: the settings its train stages read.
-
-    A train stage depends on its run's file, not on params.yaml: a change to one run (`dvc exp run -S
-    runs.X.lr=...`) rewrites only X's file, and the seed list is left out of it, so adding a seed
-    retrains only that seed (its new stage) while the others' file stays byte-identical. The same holds
-    for a seed list under `scaled` (more seeds in the default profile than in the paper's)."""
+    """resolved/<run>.json for every run of the profile: the settings its train stage reads, seeds
+    included. A train stage depends on its run's file, not on params.yaml: a change to one run (`dvc exp
+    run -S runs.X.lr=...`, or another seed list) rewrites only X's file and retrains X alone."""
     with atomic_dir(RESOLVED_DIR) as folder:
         for run in runs:
-            write_json(folder / f"{run}.json", settings_without_seeds(resolve_run(params, run)))
+            write_json(folder / f"{run}.json", without_note(resolve_run(params, run)))
 
 
-def settings_without_seeds(settings: dict) -> dict:
-    """A run's resolved settings without what differs between its seeds' stages: the seed list (also as
-    a scaled key) and the free-text note."""
-    kept = {k: v for k, v in settings.items() if k not in ("seeds", "note")}
-    kept["scaled"] = {k: v for k, v in settings["scaled"].items() if k != "seeds"}
-    return kept
+def without_note(settings: dict) -> dict:
+    """A run's resolved settings without its free-text note, which changes no number."""
+    return {k: v for k, v in settings.items() if k != "note"}
 
 
 @exit_on_user_error
 def main(argv=None) -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     params = load_checked_params()
-    runs = derive_grid(params)["run_ids"]
+    runs = list(derive_grid(params)["runs"])
     write_resolved(params, runs)
     print(f"resolved {len(runs)} runs -> {RESOLVED_DIR}/")
 

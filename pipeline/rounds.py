@@ -22,9 +22,9 @@ from functools import cached_property
 import torch
 
 from pipeline import distributed, forgetting
-from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule_on_host, generator_for, sample_cohort
-from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, StepPlan, chunk_for_round, repeat_for, slice_tree,
-                             stack_trees, train_sequential, train_vectorized)
+from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule, generator_for, sample_cohort
+from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, Levers, StepPlan, chunk_for_round, repeat_for,
+                             slice_tree, stack_trees, train_sequential, train_vectorized)
 from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
 from pipeline.models import frozen_parameters, model_buffers
@@ -188,10 +188,10 @@ def weighted_buffers(buffers: list[dict], weights: list[float]) -> dict:
 
 
 def train_chunk(model, algorithm, hp, state, data, settings: RoundSettings, round_, members, vectorized, shared,
-                optimizer):
+                optimizer, compile_mode: str = "off"):
     """Train one chunk of the cohort; returns (LocalResults, mean losses, presentations' correctness or None)."""
     seed, local = settings.seed, settings.local
-    index, weight = cohort_schedule_on_host(data, members, local.epochs, local.batch_size, seed, round_)
+    index, weight = cohort_schedule(data, members, local.epochs, local.batch_size, seed, round_)
     plan = StepPlan.from_weights(weight)  # the schedule the training loop branches on, kept on the host
     index, weight = index.to(data.x.device), weight.to(data.x.device)
     frozen = frozen_names(model, settings)
@@ -206,7 +206,7 @@ def train_chunk(model, algorithm, hp, state, data, settings: RoundSettings, roun
                     client_logit_mask(local.loss, data, members),
                     DropoutDraws(model, members, seed, round_, local.batch_size, data.inputs(index[0, 0, :1])),
                     augment=augment_draws(settings, members, round_, data), tracker_factory=tracker_factory,
-                    record_correct=settings.example_events, fixed=fixed, plan=plan)
+                    record_correct=settings.example_events, fixed=fixed, plan=plan, compile=compile_mode)
     model.train()
     outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
     steps = plan.steps_per_client()  # what outcome.steps holds, known on the host
@@ -261,23 +261,25 @@ def record_chunk_presentations(records: dict, data: ClientData, members: list[in
 
 def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: RoundSettings, round_: int,
               vectorized: bool = True, max_chunk: int | None = None, probe: bool = False,
-              ranks: distributed.Ranks | None = None) -> RoundResult:
+              ranks: distributed.Ranks | None = None, optimizer=None, levers: Levers = Levers()) -> RoundResult:
     """One communication round: sample, train (in cohort chunks), compute uploads, aggregate.
 
     With `probe`, the result keeps a RoundView for the forgetting probes. With `ranks` (torchrun), this
-    process trains and uploads only its block of the cohort, then gathers everyone's (pipeline.distributed)."""
+    process trains and uploads only its block of the cohort, then gathers everyone's (pipeline.distributed).
+    `optimizer`: the run's client optimiser (built from the settings when None); `levers`: the runtime's
+    speed levers (pipeline.options), which change no number on a CPU."""
     cohort = sample_cohort(len(data.clients), settings.client_fraction, settings.seed, round_)
-    optimizer = build_optimizer(settings.local.optimizer)
+    optimizer = optimizer or build_optimizer(settings.local.optimizer, levers.foreach)
     shared = algorithm.shared_context(state, hp)
     chunk = max_chunk or chunk_for_round(model, state["params"], tuple(data.x.shape[1:]), settings.local.batch_size,
-                                         state_device(state))
+                                         state_device(state), levers.chunk)
     mine = [cohort[p] for p in distributed.positions_of_rank(len(cohort), ranks)]
     locals_, losses = [], []
     presentations, events = dict(state.get("presentations", {})), None
     for start in range(0, len(mine), chunk):
         members = mine[start:start + chunk]
         results, chunk_losses, presented = train_chunk(model, algorithm, hp, state, data, settings, round_, members,
-                                                       vectorized, shared, optimizer)
+                                                       vectorized, shared, optimizer, levers.compile)
         locals_ += results
         losses.append(chunk_losses)
         if presented is not None:

@@ -15,39 +15,11 @@ from pipeline.algorithms import check_algorithm, resolve_hyperparams
 from pipeline.checks import (PROFILE_BLOCKS, check_choice, check_fraction, check_int, check_keys, check_mapping,
                              check_nonnegative, check_positive, check_profiles, check_unique_ints, is_number,
                              profile_overrides)
-from pipeline.clientdata import AUGMENTATIONS, INPUT_SCALINGS
 from pipeline.errors import UserError
 from pipeline.inputs import dataset_spec
-from pipeline.losses import LOSSES
-from pipeline.models import FREEZES, MODELS, NORMS, model_fits
 from pipeline.papers import PAPERS
+from pipeline.settings import MODEL_NAMES, MODEL_NORMS, RUN_DEFAULTS, RUN_REQUIRED, allowed_values, model_fits
 
-RUN_DEFAULTS = {
-    "paper": None,  # a researcher's own run names no paper
-    "optimizer": "sgd",
-    "momentum": 0.0,
-    "weight_decay": 0.0,
-    "betas": [0.9, 0.999],
-    "eps": 1.0e-8,
-    "loss": "ce",
-    "input_scaling": "standardize",
-    "norm": None,  # the normalisation layers of models that offer a choice (models.NORMS); None: the model's default
-    "augment": "none",  # crop_flip: random crop (padding 4) + horizontal flip of each local batch
-    "evaluate_on": "test",  # validation: the clients' validation sets (TCE's); test_seen_classes (FedWAvg's)
-    "freeze": "none",  # classifier: the last linear layer is neither trained nor averaged (FedWAvg's Figure 3)
-    "seeds": [0],
-    "eval_every": 1,
-    "targets": [],
-    "probe_rounds": [],  # local client forgetting and per-client accuracy at these rounds
-    "probe_clients": 10,  # at most this many cohort clients in a forgetting heatmap
-    "forgettable_every": 0,  # forgettable examples every t rounds (0: never)
-    "example_events": False,  # count example-forgetting events over every local presentation (Toneva et al.)
-    "checkpoint_every": 10,
-    "note": "",
-}
-RUN_REQUIRED = ("partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs", "batch_size", "lr")
-OPTIMIZERS = ("sgd", "adam")
-EVALUATION_SETS = ("test", "validation", "test_seen_classes")
 PROFILE_BLOCK_KEYS = tuple(block for block in PROFILE_BLOCKS.values() if block)  # "scaled", "gpu_day"
 # `confirms` (a confirmatory sample of another run: confirmed_run below) has no default, so that a run
 # without one resolves to the same file as before it existed.
@@ -158,8 +130,8 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
         problems += check_choice(f"{path}.partition", run["partition"], list(partitions))
     if "model" in run:
         problems += check_choice(f"{path}.model", run["model"] if isinstance(run["model"], str) else repr(run["model"]),
-                                 list(MODELS))
-        if isinstance(run["model"], str) and run["model"] in MODELS and isinstance(run.get("partition"), str) \
+                                 MODEL_NAMES)
+        if isinstance(run["model"], str) and run["model"] in MODEL_NAMES and isinstance(run.get("partition"), str) \
                 and run["partition"] in partitions:
             dataset = partitions[run["partition"]]["dataset"]
             why = model_fits(run["model"], dataset_spec(dataset).image_shape)
@@ -187,9 +159,8 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
             and not (partitions.get(run["partition"]) or {}).get("val_fraction"):
         problems.append(f"{path}.evaluate_on: 'validation' needs a partition with a validation split; "
                         f"partition {run['partition']} has no val_fraction")
-    for key, choices in (("optimizer", OPTIMIZERS), ("loss", LOSSES), ("input_scaling", INPUT_SCALINGS),
-                         ("augment", AUGMENTATIONS), ("evaluate_on", EVALUATION_SETS), ("freeze", FREEZES)):
-        if key in run:
+    for key, choices in allowed_values().items():
+        if key in run and key != "model":
             problems += check_choice(f"{path}.{key}", run[key], choices)
     if "eps" in run:
         problems += check_positive(f"{path}.eps", run["eps"])
@@ -219,10 +190,10 @@ def check_norm(path: str, run: dict) -> list[str]:
     norm, model = run.get("norm"), run.get("model")
     if norm is None or not isinstance(model, str):
         return []
-    if model not in NORMS:
+    if model not in MODEL_NORMS:
         return [f"{path}.norm: model {model} has no norm option; leave norm out, or use one of the models "
-                f"{', '.join(NORMS)}"]
-    return check_choice(f"{path}.norm", norm, NORMS[model])
+                f"{', '.join(MODEL_NORMS)}"]
+    return check_choice(f"{path}.norm", norm, MODEL_NORMS[model])
 
 
 def check_run(path: str, run, params: dict) -> list[str]:

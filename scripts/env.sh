@@ -14,3 +14,6 @@ if [ ! -f "$stamp" ] || [ "$repo/pyproject.toml" -nt "$stamp" ] || ! python -c "
     touch "$stamp"
 fi
 cd "$repo"
+# Threads that have nothing to do sleep rather than spin (OpenMP's default spins): beside another busy
+# process a spinning thread takes a core from it (docs/performance.md). pipeline/train.py sets it too.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"

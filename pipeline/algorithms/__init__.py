@@ -3,12 +3,13 @@
 An algorithm is a handful of hooks over parameter dicts; `Algorithm` below says what each does and its
 default. Every hook has one, FedAvg's own (common.py), so FedAvg's module is its NAME alone and a new
 algorithm writes only what differs: FedProx its penalty, SCAFFOLD its contexts, upload and aggregation.
-`discover` checks each module as it finds it and fills in the hooks it leaves out, so that a misspelled
+`get_algorithm` checks a module as it loads it and fills in the hooks it leaves out, so that a misspelled
 or ill-formed hook fails there, in one line naming the module and the hook, never deep inside a round,
 and the engine calls every hook without asking whether it is there.
 
-A new algorithm is a new module here, found with no list to edit; its runs' train stages depend on its
-module and the modules it imports from this package, not on the other algorithms.
+A new algorithm is a new module here, found with no list to edit (`names`) and imported only when a run
+uses it (`get_algorithm`); its runs' train stages depend on its module and the modules it imports, not on
+the other algorithms.
 
 The loss (cross-entropy or TCE) and the client optimiser (SGD or Adam) are run settings, not algorithm
 code: pipeline/losses.py and pipeline/optimizers.py. The round loop lives in pipeline/rounds.py, local
@@ -17,10 +18,12 @@ training in pipeline/cohort.py.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import inspect
 import pkgutil
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
 
 from pipeline.algorithms import common
 from pipeline.errors import UserError
@@ -116,9 +119,9 @@ NEEDS = {"penalty_affine": ("penalty", "the penalty whose gradient it is"),
          "local_tracker": ("client_upload", "the only reader of what the tracker observes")}
 
 
-def as_algorithm(module):
-    """`module` checked against `Algorithm`, with every hook it leaves out set to its default, in place
-    (so `from pipeline.algorithms import fedavg` is the complete algorithm too). A module that writes its
+def as_algorithm(module) -> SimpleNamespace:
+    """`module` checked against `Algorithm`, as the complete algorithm the engine calls: its hooks, and
+    the default of every hook it leaves out (the module itself is not changed). A module that writes its
     penalty without `penalty_affine` gets None there: vmap differentiates its penalty. Raises UserError,
     one line naming the module and the hook, for what `interface_problems` finds."""
     problems = interface_problems(module)
@@ -127,10 +130,8 @@ def as_algorithm(module):
     defaults = {"HYPERPARAMS": {}, **DEFAULTS}
     if hasattr(module, "penalty"):
         defaults["penalty_affine"] = None
-    for name, default in defaults.items():
-        if not hasattr(module, name):
-            setattr(module, name, default)
-    return module
+    return SimpleNamespace(module=module, NAME=module.NAME,
+                           **{name: getattr(module, name, default) for name, default in defaults.items()})
 
 
 def interface_problems(module) -> list[str]:
@@ -180,42 +181,50 @@ def ill_formed(module, hook: str) -> str | None:
     return None
 
 
-def discover(path=__path__, package: str = __name__) -> dict:
-    """Every algorithm module in `path` (all but common.py and names starting with _), checked and
-    completed by `as_algorithm`, by NAME, the baseline FedAvg first. An algorithm is added by adding
-    its module, with no list to edit here, so this file (a dependency of every train stage) does not
-    change and no other algorithm's runs are retrained (stages/<paper>/dvc.yaml: each train stage depends
-    on its own algorithm's module only, found by its name: pipeline.fingerprint.algorithm_code)."""
-    found = {}
-    for info in sorted(pkgutil.iter_modules(path), key=lambda m: m.name):
-        if info.name == "common" or info.name.startswith("_"):
-            continue
-        module = as_algorithm(importlib.import_module(f"{package}.{info.name}"))
-        if module.NAME != info.name:
-            raise UserError(f"{module.__name__}.NAME: {module.NAME!r} is not its file's name, by which the "
-                            f"train stages find its code")
-        found[module.NAME] = module
-    order = ["fedavg"] + sorted(name for name in found if name != "fedavg")  # the baseline first
-    return {name: found[name] for name in order if name in found}
+def names(path=__path__) -> list[str]:
+    """Every algorithm's name, the baseline FedAvg first: its module's file name (every module here but
+    common.py and names starting with _). Nothing is imported: an algorithm is loaded when a run uses it
+    (`get_algorithm`), so one broken module fails its own runs only. An algorithm is added by adding its
+    module, with no list to edit here, so this file (part of every train stage's fingerprint) does not
+    change and no other algorithm's runs rerun (each train stage depends on its own algorithm's module
+    only: pipeline.fingerprint)."""
+    found = sorted(info.name for info in pkgutil.iter_modules(path)
+                   if info.name != "common" and not info.name.startswith("_"))
+    return ["fedavg"] * ("fedavg" in found) + [name for name in found if name != "fedavg"]
 
 
-ALGORITHMS = discover()
-
-
-def get_algorithm(name: str) -> Algorithm:
-    return ALGORITHMS[name]
+@functools.cache
+def get_algorithm(name: str, package: str = __name__) -> Algorithm:
+    """The algorithm `name`, imported, checked against the interface and completed (`as_algorithm`);
+    a module that cannot be imported or breaks the interface is one line naming it."""
+    path = f"{package.replace('.', '/')}/{name}.py"
+    try:
+        module = importlib.import_module(f"{package}.{name}")
+    except UserError:
+        raise
+    except Exception as error:  # a syntax error, a failed import, an exception at import: the module's own
+        where = f" (line {error.lineno})" if isinstance(error, SyntaxError) and error.lineno else ""
+        raise UserError(f"{path}: the algorithm module cannot be imported{where}: {type(error).__name__}: "
+                        f"{error}") from None
+    if getattr(module, "NAME", None) != name:
+        raise UserError(f"{path}: NAME is {getattr(module, 'NAME', None)!r}; an algorithm's NAME is its file's "
+                        f"name ({name!r}), by which the train stages find its code")
+    return cast(Algorithm, as_algorithm(module))
 
 
 def check_algorithm(path: str, settings) -> list[str]:
+    known = names()
     if not isinstance(settings, dict) or "name" not in settings:
-        return [f"{path}: {settings!r} is not allowed; expected a mapping with a `name` "
-                f"({', '.join(ALGORITHMS)})"]
+        return [f"{path}: {settings!r} is not allowed; expected a mapping with a `name` ({', '.join(known)})"]
     name = settings["name"]
-    if not isinstance(name, str) or name not in ALGORITHMS:
-        close = difflib.get_close_matches(str(name), list(ALGORITHMS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(ALGORITHMS)}"
+    if not isinstance(name, str) or name not in known:
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; allowed: {', '.join(known)}"
         return [f"{path}.name: unknown algorithm {name!r}{hint}"]
-    module = ALGORITHMS[name]
+    try:
+        module = get_algorithm(name)
+    except UserError as error:
+        return [f"{path}.name: {error}"]
     hp = {key: value for key, value in settings.items() if key != "name"}
     problems = []
     for key in hp:
@@ -229,5 +238,5 @@ def check_algorithm(path: str, settings) -> list[str]:
 
 def resolve_hyperparams(settings: dict) -> dict:
     """The algorithm's hyper-parameters with its defaults filled in."""
-    module = ALGORITHMS[settings["name"]]
+    module = get_algorithm(settings["name"])
     return {**module.HYPERPARAMS, **{k: v for k, v in settings.items() if k != "name"}}

@@ -26,8 +26,3 @@ def penalty_affine(shared, ctx, hp):
         return None
     return ({name: hp["mu"] for name in shared["global"]},
             {name: hp["mu"] * value for name, value in shared["global"].items()})
-
-
-def upload_from(params, fisher, hp, shared=None):
-    return {"params": params}
-

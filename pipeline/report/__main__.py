@@ -9,17 +9,16 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.config import GRID_FILE, grid_runs, load_checked_params, read_yaml
+from pipeline.config import load_checked_params, read_yaml
 from pipeline.errors import exit_on_user_error
-from pipeline.inputs import PARTITION_RECORDS
+from pipeline.inputs import read_resolved
 from pipeline.io import write_json, write_text
 from pipeline.papers import PAPERS, TITLES
+from pipeline.paths import GRID_FILE, PARTITION_RECORDS, REPORTS_DIR, RUNS_DIR
 from pipeline.report.common import NC, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
 from pipeline.report.confirmation import build_with_confirmations
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
-from pipeline.train import RUNS_DIR  # where the train stage writes each (run, seed); a paper's build() gets its context
 
-REPORTS_DIR = Path("reports")
 PUBLISHED = Path(__file__).with_name("published.yaml")
 
 
@@ -248,9 +247,14 @@ def replace_folder(new: Path, old: Path) -> None:
     os.replace(new, old)
 
 
+def wanted_seeds(grid: dict) -> dict[str, list[int]]:
+    """The profile's runs and the seeds each lists (its resolved settings)."""
+    return {run: list(read_resolved(run)["seeds"]) for run in grid["runs"]}
+
+
 def planned_samples(params: dict, grid: dict) -> dict[str, dict]:
     """The profile's confirmatory samples, trained or not: {run: its `confirms`}."""
-    in_profile = set(grid.get("run_ids", ()))
+    in_profile = set(grid.get("runs", ()))
     return {key: run["confirms"] for key, run in (params.get("runs") or {}).items()
             if run.get("confirms") and key in in_profile}
 
@@ -260,7 +264,7 @@ def main() -> None:
     params = load_checked_params()
     profile = params["profile"]
     grid = read_yaml(GRID_FILE)["grid"]
-    results = load_results(grid_runs(grid), RUNS_DIR, params.get("partitions") or {})
+    results = load_results(wanted_seeds(grid), RUNS_DIR, params.get("partitions") or {})
     published = yaml.safe_load(PUBLISHED.read_text())
     claims, built = [], []
     # Each paper's folder is built in a staging folder and swapped in only when every paper built: a

@@ -250,14 +250,13 @@ def load_results(runs, runs_dir: Path, partitions: Mapping[str, dict] | None = N
     """The results of the runs that exist under `runs_dir`, grouped by run: {run: SeededRun}, each with its
     partition's settings from `partitions` (params.yaml's).
 
-    `runs` is grid.yaml's runs, flattened by `config.grid_runs` (`<run>-seed<s>` -> {run, seed, ...}: exactly
-    those seeds, the others named missing) or an iterable of run names (every seed<s>/ folder found). Runs or seeds without
+    `runs` maps each run to the seeds it lists (report.__main__.wanted_seeds: exactly those seeds, the
+    others named missing), or is an iterable of run names (every seed<s>/ folder found). Runs or seeds without
     results (not trained yet, outside the active profile) are absent.
     """
     wanted: dict[str, list[int] | None] = {}
     if isinstance(runs, dict):
-        for entry in runs.values():
-            wanted.setdefault(entry["run"], []).append(int(entry["seed"]))
+        wanted = {run: [int(seed) for seed in seeds] for run, seeds in runs.items()}
     else:
         wanted = {run: None for run in runs}
     found = {}

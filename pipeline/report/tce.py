@@ -18,7 +18,7 @@ import random
 from pathlib import Path
 
 from pipeline.errors import UserError
-from pipeline.forgetting import draw_forgetting_row, read_probe
+from pipeline.probe_files import draw_forgetting_row, read_probe
 from pipeline.inputs import dataset_spec
 from pipeline.report.common import (NC, NOT_RUN, Claim, ReportContext, SeededRun, accuracy_cell, comparisons_seeds,
                                     plot_curves, pyplot, save_figure, scaled_note, seeds_note, shift, write_table)
