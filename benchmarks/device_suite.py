@@ -52,8 +52,8 @@ from pipeline.io import write_json, write_text
 from pipeline.models import build_model
 from pipeline.optimizers import FOREACH_VARIABLE
 from pipeline.rounds import initial_state, run_round
-from pipeline.runs import RUN_DEFAULTS
-from pipeline.settings import RoundSettings
+
+from pipeline.settings import RUN_DEFAULTS, RoundSettings, build
 
 SEED = 0
 CLASSES = 10
@@ -110,7 +110,7 @@ def synthetic_data(workload: DeviceWorkload, device: torch.device) -> ClientData
 
 
 def settings_for(workload: DeviceWorkload) -> RoundSettings:
-    return RoundSettings.from_resolved({**RUN_DEFAULTS, "seed": SEED, "client_fraction": 1.0, "local_epochs": 1,
+    return build(RoundSettings, {**RUN_DEFAULTS, "seed": SEED, "client_fraction": 1.0, "local_epochs": 1,
                                         "lr": workload.lr, "momentum": 0.0, "weight_decay": 0.0,
                                         "batch_size": workload.batch_size, "optimizer": workload.optimizer,
                                         "norm": workload.norm})

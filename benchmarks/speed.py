@@ -14,7 +14,7 @@ Workloads 1-3 and 6-8 run one FedAvg workload (benchmarks/workloads.py) through
       per-sample transforms (benchmarks/loops.py), and
   (e) Flower's simulation engine (benchmarks/flower_sim.py; skipped, and said so, without flwr).
 Workload 4 times FedCurv (per-sample Fisher included) against FedAvg, workload 5 every algorithm of
-`pipeline.algorithms.ALGORITHMS` and FedAvg with TCE's truncated loss, all through the engine's auto path.
+`pipeline.algorithms.names()` and FedAvg with TCE's truncated loss, all through the engine's auto path.
 Workload 6 is FedWAvg's shallow ResNet (BatchNorm, Adam), 7 TCE's setting (Dirichlet 0.1, truncated
 loss), 8 McMahan et al.'s CNN at B = 10.
 
@@ -53,13 +53,13 @@ from benchmarks.flops import matmul_rate, synchronize
 from benchmarks.workloads import (PAPER, SEED, TINY_CLASSES, TINY_CLIENTS, TINY_SHAPE, TINY_SHARD, Workload,
                                   client_data, default_data_path, load_images, synthetic_images, workloads_for)
 from pipeline import distributed
-from pipeline.algorithms import ALGORITHMS, get_algorithm, resolve_hyperparams
+from pipeline.algorithms import get_algorithm, names, resolve_hyperparams
 from pipeline.clientdata import ClientData, sample_cohort
 from pipeline.cohort import prefer_vectorized, tune_allocator
 from pipeline.cost import training_flops_per_sample
 from pipeline.rounds import initial_state, run_round
-from pipeline.runs import RUN_DEFAULTS
-from pipeline.settings import RoundSettings
+
+from pipeline.settings import RUN_DEFAULTS, RoundSettings, build
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_json, write_text
 from pipeline.inputs import dataset_spec
@@ -89,7 +89,7 @@ def engine_rounds(model, algorithm_name: str, hp: dict, data: ClientData, settin
     """One engine round per call, the server state carried from round to round; `settings` as resolved
     (the other loops read the same dict)."""
     algorithm = get_algorithm(algorithm_name)
-    round_settings = RoundSettings.from_resolved(settings)
+    round_settings = build(RoundSettings, settings)
     state = {"now": initial_state(model, algorithm, len(data.clients), hp)}
 
     def one_round(round_: int) -> None:
@@ -144,8 +144,8 @@ def algorithm_implementations(workload: Workload, data: ClientData, image_shape,
     """The workload's algorithms (all registered ones when it names none, and then FedAvg with TCE's
     truncated loss too, as "tce") on the engine's auto path, FedAvg first: it is the baseline."""
     every = not workload.algorithms
-    names = list(workload.algorithms or ["fedavg"] + [name for name in ALGORITHMS if name != "fedavg"])
-    runs = [(name, name, engine_settings(workload)) for name in names]
+    chosen = list(workload.algorithms or names())
+    runs = [(name, name, engine_settings(workload)) for name in chosen]
     if every:
         runs.append(("tce", "fedavg", {**engine_settings(workload), "loss": "tce"}))
     impls = {}

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from helpers import Repo, copy_project, write_mirror
+from support.helpers import Repo, copy_project, write_mirror
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from typing import Mapping
 from pipeline.runs import changed_scalings
 from pipeline.errors import UserError
 from pipeline.io import atomic_path, write_text
+from pipeline.report.readings import READING_DEPENDENT, Reading, claim_p, reading, setting_of, verdict
 from pipeline.report.seeds import (K_LAST, Comparison, PerSeed, claim_power, compare, has_value, last_k_mean, mean_sd,
                                    rounds_to_target_moving, deciding_tests)
 
@@ -288,6 +289,12 @@ class ReportContext:
     built_partitions: frozenset[str]  # the partitions the profile builds (grid.yaml)
     # the confirmatory samples the profile plans, trained or not: {sample run: its `confirms`} (params.yaml)
     samples: Mapping[str, dict] = field(default_factory=dict)
+    dataset_records: Path | None = None  # reports/datasets: which copy of each dataset the runs read
+
+    def setting(self, *keys: str) -> str:
+        """The setting of the claim on runs `keys` (the first that has results), beside the paper's."""
+        runs = [self.results[k] for k in keys if k in self.results]
+        return setting_of(runs, self.dataset_records).cell() if runs else ""
 
     def runs_of(self, paper: str) -> dict[str, SeededRun]:
         """The paper's runs. A confirmatory sample (a run with `confirms`) is one only where it stands in for
@@ -425,7 +432,7 @@ class Claim:
     paper: str
     id: str
     text: str
-    status: str  # held | failed | inconclusive | not run
+    status: str  # held | failed | reading-dependent | inconclusive | not run
     evidence: str
     published: str = ""
     seeds: str = ""  # the n of each side, e.g. "3 vs 3"
@@ -433,20 +440,49 @@ class Claim:
     unit: str = ""  # of the compared values, for the power line ("rounds", "points")
     one_failure_fails: bool = True  # its comparisons are combined by `combine` (see claim_power)
     sample: str = ""  # "" or, where a confirmatory sample decided it, which (report/confirmation.py)
+    readings: list[Reading] = field(default_factory=list)  # its declared readings, decided (report/readings.py)
+    setting: str = ""  # what its runs trained, beside the paper's (readings.Setting.cell)
+    looks: str = ""  # the looks it has had (report/looks.yaml)
 
     @property
     def test(self) -> str:
         """Which test decided the claim's comparisons (paired t, Welch t, or — for none), and on which sample."""
-        return deciding_tests(self.comparisons) + (f" ({self.sample})" if self.sample else "")
+        comparisons = [c for r in self.readings for c in r.comparisons] or self.comparisons
+        return deciding_tests(comparisons) + (f" ({self.sample})" if self.sample else "")
+
+    @property
+    def p(self) -> float | None:
+        """The claim's p for the ledger's correction (readings.claim_p); a claim without readings: the p of
+        its comparisons' verdict."""
+        if self.readings:
+            return claim_p(self.readings)
+        return claim_p([reading("", self.comparisons)]) if self.comparisons else None
 
     @property
     def power(self) -> str:
         """For an undecided claim: what would decide it (claim_power); "" otherwise. After a confirmatory
         sample it is said, not planned: there is no second one (docs/methodology.md)."""
-        if self.status != "inconclusive":
+        if self.status not in ("inconclusive", READING_DEPENDENT):
             return ""
-        line = claim_power(self.comparisons, self.unit, self.one_failure_fails) or "no comparison to measure (see our numbers)"
+        undecided = [r for r in self.readings if r.status == "inconclusive"]
+        comparisons = (sorted(undecided, key=lambda r: not r.primary)[0].comparisons if undecided
+                       else self.comparisons)
+        if not comparisons:
+            return "no comparison to measure (see our numbers)" if self.status == "inconclusive" else ""
+        line = claim_power(comparisons, self.unit, self.one_failure_fails) or "no comparison to measure (see our numbers)"
         return f"after its confirmatory sample, which stays its last: {line}" if self.sample else line
+
+
+def claim_of_readings(paper: str, claim_id: str, text: str, published: str, readings: list[Reading],
+                      setting: str = "", unit: str = "", one_failure_fails: bool = True) -> Claim:
+    """A claim decided over its declared readings (readings.verdict): its evidence each reading's, the paper's
+    own first; its seeds and comparisons the paper's reading's."""
+    ordered = sorted(readings, key=lambda r: not r.primary)
+    main = ordered[0]
+    evidence = " — ".join(f"**{r.label}**: {r.status}; {r.evidence}" for r in ordered)
+    seeds = comparisons_seeds(main.comparisons) if main.comparisons else ""
+    return Claim(paper, claim_id, text, verdict(readings), evidence, published, seeds, list(main.comparisons), unit,
+                 one_failure_fails, readings=list(readings), setting=setting)
 
 
 def not_run_claim(paper: str, claim_id: str, text: str, published: str, results: dict, keys) -> Claim | None:

@@ -1,0 +1,166 @@
+"""Shared by the end-to-end tests: a temporary git + DVC repository holding a copy of the pipeline, and a
+tiny generated dataset mirror (so nothing is downloaded)."""
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+VENV_BIN = Path(sys.executable).parent
+STAGE_LINE = re.compile(r"Running stage '([^']+)'")
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def require_paper(path: Path) -> str:
+    """The text of a paper under ../shared/papers, which the published-number tests read. Missing, the
+    test is skipped on a workstation but fails in CI (env CI set), which runs with ../shared beside the
+    clone: there a missing paper must not pass as a skip."""
+    if not path.is_file():
+        message = f"paper text not found: {path}"
+        if in_ci():
+            pytest.fail(f"{message} (CI runs with ../shared beside the clone)")
+        pytest.skip(message)
+    return path.read_text()
+
+
+def train_stage(seed_key: str, paper: str) -> str:
+    """DVC's name for a run's train stage: it lives in its paper's stages/<paper>/dvc.yaml."""
+    return f"stages/{paper}/dvc.yaml:train@{seed_key}"
+
+
+def write_mirror(folder: Path, train_size: int = 600, test_size: int = 100, learnable: bool = False) -> None:
+    """<folder>/mnist.npz in the prepared-dataset format. Random images by default; with `learnable`,
+    each label is a fixed random pattern plus noise, so a model can learn it in a round or two."""
+    rng = np.random.default_rng(0)
+    folder.mkdir()
+    if learnable:
+        prototypes = rng.integers(0, 256, size=(10, 28, 28, 1)).astype(np.float64)
+
+        def images(labels):
+            noise = rng.integers(0, 256, size=(len(labels), 28, 28, 1))
+            return np.clip(0.5 * prototypes[labels] + 0.5 * noise, 0, 255).astype(np.uint8)
+
+        y_train = rng.integers(0, 10, size=train_size).astype(np.int64)
+        y_test = rng.integers(0, 10, size=test_size).astype(np.int64)
+        arrays = {"x_train": images(y_train), "y_train": y_train, "x_test": images(y_test), "y_test": y_test}
+    else:
+        arrays = {"x_train": rng.integers(0, 256, size=(train_size, 28, 28, 1), dtype=np.uint8),
+                  "y_train": rng.integers(0, 10, size=train_size).astype(np.int64),
+                  "x_test": rng.integers(0, 256, size=(test_size, 28, 28, 1), dtype=np.uint8),
+                  "y_test": rng.integers(0, 10, size=test_size).astype(np.int64)}
+    with open(folder / "mnist.npz", "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def copy_project(root: Path, dvc_yaml: dict | None = None) -> None:
+    """pipeline/, pyproject.toml and dvc.yaml (the real one, or `dvc_yaml` in its place) into `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(REPO / "pipeline", root / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", root)
+    shutil.copy(REPO / ".dvcignore", root)  # __pycache__/ is no part of the fingerprint stage's pipeline/
+    if dvc_yaml is None:
+        shutil.copy(REPO / "dvc.yaml", root)
+    else:
+        (root / "dvc.yaml").write_text(yaml.safe_dump(dvc_yaml, sort_keys=False))
+
+
+class Repo:
+    def __init__(self, root: Path, mirror: Path, home: Path, extra_env: dict | None = None):
+        self.root = root
+        self.env = {key: value for key, value in os.environ.items()
+                    if key not in ("PYTHONPATH", "no_proxy", "NO_PROXY", "GIT_DIR", "GIT_WORK_TREE")}
+        self.env.update({
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "FEDFORGET_DATA_MIRROR": str(mirror),
+            "MPLBACKEND": "Agg",
+            "DVC_NO_ANALYTICS": "1",
+            "DVC_SITE_CACHE_DIR": str(home / "dvc-site-cache"),
+            "HOME": str(home),  # a git and dvc global config of its own
+            "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.com",
+            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.com",
+            # Nothing here needs the network; refuse it at once rather than wait on it.
+            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
+            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+        })
+        self.env.update(extra_env or {})
+
+    def run(self, *args: str, check: bool = True, timeout: float = 120) -> str:
+        result = subprocess.run(list(args), cwd=self.root, env=self.env, capture_output=True, text=True,
+                                timeout=timeout)
+        output = result.stdout + result.stderr
+        if check:
+            assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
+        return output
+
+    def start(self, *args: str, timeout: float = 120) -> str:
+        """A command that leaves daemons behind (`dvc queue start`): its output goes through a file, since
+        DVC's detached workers inherit the command's open descriptors, and a pipe they hold would keep
+        `subprocess.run` waiting until they finish."""
+        log = self.root.parent / "start.log"
+        with open(log, "w") as handle:
+            result = subprocess.run(list(args), cwd=self.root, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, timeout=timeout)
+        output = log.read_text()
+        assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
+        return output
+
+    def stages_run(self, *args: str, timeout: float = 120) -> set[str]:
+        return set(STAGE_LINE.findall(self.run(*args, timeout=timeout)))
+
+    def params(self) -> dict:
+        return yaml.safe_load((self.root / "params.yaml").read_text())
+
+    def train_every_run(self, seed: int = 0, timeout: float = 300) -> None:
+        """`pipeline.train` of every run in params.yaml, one seed."""
+        for run in self.params()["runs"]:
+            self.run(sys.executable, "-m", "pipeline.train", run, "--seed", str(seed), timeout=timeout)
+
+    def curve(self, run: str, name: str, seed: int = 0) -> dict[int, float]:
+        """A run's logged curve `name` as {round: value}; {} where the run logged no such curve."""
+        path = self.root / "reports" / "runs" / run / f"seed{seed}" / "plots" / "metrics" / f"{name}.tsv"
+        if not path.exists():
+            return {}
+        with path.open() as handle:
+            return {int(row["step"]): float(row[name]) for row in csv.DictReader(handle, delimiter="\t")}
+
+    def write_params(self, params: dict) -> None:
+        (self.root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    def init_git_dvc(self) -> None:
+        self.run("git", "init", "-q")
+        self.run("dvc", "init", "-q")
+        self.commit("pipeline")
+
+    def commit(self, message: str) -> None:
+        self.run("git", "add", "-A")
+        self.run("git", "commit", "-q", "-m", message)
+
+
+def lines_until(process: subprocess.Popen, text: str) -> list[str]:
+    """A process's output lines up to the one that holds `text` (all of them if it ends first)."""
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line.strip())
+        if text in line:
+            break
+    return lines
+
+
+def finished(process: subprocess.Popen, timeout: float = 240) -> str:
+    """A process's whole output, once it has exited 0."""
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output[-3000:]
+    return output
