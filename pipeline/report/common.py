@@ -4,6 +4,7 @@ beside ours, figures, and claims decided on our numbers by the one rule of seeds
 Layout read (written by the train stage): reports/runs/<run>/seed<s>/ holds metrics.json,
 settings.json (with "seed"), timing.json and plots/metrics/<name>.tsv.
 """
+
 from __future__ import annotations
 
 import csv
@@ -15,12 +16,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from pipeline.runs import changed_scalings
 from pipeline.errors import UserError
 from pipeline.io import atomic_path, write_text
 from pipeline.report.readings import READING_DEPENDENT, Reading, claim_p, reading, setting_of, verdict
-from pipeline.report.seeds import (K_LAST, Comparison, PerSeed, claim_power, compare, has_value, last_k_mean, mean_sd,
-                                   rounds_to_target_moving, deciding_tests)
+from pipeline.report.seeds import (
+    K_LAST,
+    Comparison,
+    PerSeed,
+    claim_power,
+    compare,
+    deciding_tests,
+    has_value,
+    last_k_mean,
+    mean_sd,
+    rounds_to_target_moving,
+)
+from pipeline.runs import changed_scalings
 
 NC = "NC"  # never reached the target (or diverged), as the papers write it
 NOT_RUN = "not run"
@@ -30,9 +41,11 @@ SEED_FOLDER = re.compile(r"^seed(\d+)$")
 
 # ---------------------------------------------------------------- one seed of one run
 
+
 @dataclass
 class RunResult:
     """One seed of one run: what the train stage writes to reports/runs/<run>/seed<s>/."""
+
     key: str  # the run
     seed: int
     settings: dict
@@ -77,7 +90,7 @@ class RunResult:
             return list(self.accuracy)
         if at not in self.rounds:
             return None
-        return list(self.accuracy[:self.rounds.index(at) + 1])
+        return list(self.accuracy[: self.rounds.index(at) + 1])
 
     def diverged_by(self, at: int | None) -> bool:
         """The seed diverged at or before round `at` (None: at all): its curve up to `at` is cut short or holds
@@ -96,9 +109,11 @@ class RunResult:
 
 # ---------------------------------------------------------------- a run over its seeds
 
+
 @dataclass
 class SeededRun:
     """A run over the seeds that have results: per-seed values for tables and claims."""
+
     run: str
     results: list[RunResult]  # sorted by seed
     wanted: list[int] | None = None  # the seeds the grid asks for (None: whatever is on disk)
@@ -168,8 +183,9 @@ class SeededRun:
         """Its partition's settings as params.yaml has them (the report stage depends on `partitions`);
         `who` names the run kind that asked, for the error."""
         if self.partition is None:
-            raise UserError(f"params.yaml: partition {self.settings.get('partition')!r}, which {who} names, "
-                            "is not under partitions")
+            raise UserError(
+                f"params.yaml: partition {self.settings.get('partition')!r}, which {who} names, is not under partitions"
+            )
         return self.partition
 
     def per_seed(self, values: list, worst: list | None = None, better: str | None = None) -> PerSeed:
@@ -196,13 +212,19 @@ class SeededRun:
         after that round); None for a diverged seed (the worst outcome when it diverged by round `at`) or
         one that never got to round `at` (unknown)."""
         scale = 100.0 if percent else 1.0
-        return self.per_seed([None if (v := r.accuracy_mean(at, k)) is None else scale * v for r in self.results],
-                             [r.diverged_by(at) for r in self.results], "higher")
+        return self.per_seed(
+            [None if (v := r.accuracy_mean(at, k)) is None else scale * v for r in self.results],
+            [r.diverged_by(at) for r in self.results],
+            "higher",
+        )
 
     def final_accuracies(self) -> PerSeed:
         """Per seed: the summary's final accuracy (fraction); None for a diverged seed (the worst outcome)."""
-        return self.per_seed([None if r.diverged else r.summary.get("final_accuracy") for r in self.results],
-                             [r.diverged for r in self.results], "higher")
+        return self.per_seed(
+            [None if r.diverged else r.summary.get("final_accuracy") for r in self.results],
+            [r.diverged for r in self.results],
+            "higher",
+        )
 
     def matches_paper(self, algorithm: dict | None = None) -> bool:
         """The run's settings are the paper's: nothing scaled, and the algorithm's hyperparameters named
@@ -226,18 +248,39 @@ def read_tsv_column(path: Path, column: str) -> tuple[list[int], list[float]]:
         return [], []
     with open(path) as handle:
         rows = list(csv.DictReader(handle, delimiter="\t"))
-    return [int(r["step"]) for r in rows], [float(r[column]) for r in rows]
+    try:
+        return [int(r["step"]) for r in rows], [float(r[column]) for r in rows]
+    except (KeyError, TypeError, ValueError) as error:
+        raise UserError(
+            f"{path}: not a curve of `step` and `{column}` ({type(error).__name__}: {error}); retrain "
+            "its run or restore the file from git"
+        ) from None
+
+
+def read_json(path: Path):
+    """A results file the report reads, refused in one line when it is cut short or not JSON."""
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserError(
+            f"{path}: not readable JSON ({error}); retrain its run (`dvc repro -f train@<run>`) or restore it from git"
+        ) from None
 
 
 def read_seed(folder: Path, run: str, seed: int) -> RunResult | None:
     """One seed's results from `folder` (None if it has no metrics.json yet)."""
     if not (folder / "metrics.json").is_file():
         return None
-    settings = json.loads((folder / "settings.json").read_text())
+    settings = read_json(folder / "settings.json") if (folder / "settings.json").is_file() else None
+    metrics = read_json(folder / "metrics.json")
+    if not isinstance(settings, dict) or not isinstance(metrics, dict) or "status" not in metrics:
+        raise UserError(
+            f"{folder}: its settings.json or metrics.json is missing or holds no results; retrain its "
+            f"run (`dvc repro -f train@{run}`) or restore the folder from git"
+        )
     rounds, accuracy = read_tsv_column(curve_path(folder, "test_accuracy"), "test_accuracy")
-    timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
-    return RunResult(run, seed, settings, json.loads((folder / "metrics.json").read_text()), rounds, accuracy,
-                     timing, folder)
+    timing = read_json(folder / "timing.json") if (folder / "timing.json").is_file() else {}
+    return RunResult(run, seed, settings, metrics, rounds, accuracy, timing, folder)
 
 
 def seeds_on_disk(run: str, runs_dir: Path) -> list[int]:
@@ -264,15 +307,27 @@ def load_results(runs, runs_dir: Path, partitions: Mapping[str, dict] | None = N
     for run, seeds in wanted.items():
         present = sorted(set(seeds)) if seeds is not None else seeds_on_disk(run, runs_dir)
         results = [r for s in present if (r := read_seed(runs_dir / run / f"seed{s}", run, s)) is not None]
+        lacking = sorted(set(present) - {r.seed for r in results})
+        if results and lacking:  # a run with results lacks some of its seeds: a comparison would silently lose them
+            raise UserError(
+                f"{runs_dir / run}: no results for seed{'s' * (len(lacking) > 1)} "
+                f"{', '.join(map(str, lacking))}, which the run lists (resolved/{run}.json); retrain it "
+                f"(`dvc repro -f train@{run}`) or restore its folder from git"
+            )
         if results:
             used, paper = results[0].settings.get("partition", ""), results[0].paper_value("partition")
-            found[run] = SeededRun(run, results, sorted(set(seeds)) if seeds is not None else None,
-                                   (partitions or {}).get(used),
-                                   (partitions or {}).get(paper) if paper != used else None)
+            found[run] = SeededRun(
+                run,
+                results,
+                sorted(set(seeds)) if seeds is not None else None,
+                (partitions or {}).get(used),
+                (partitions or {}).get(paper) if paper != used else None,
+            )
     return found
 
 
 # ---------------------------------------------------------------- what a paper's report reads
+
 
 @dataclass(frozen=True)
 class ReportContext:
@@ -281,6 +336,7 @@ class ReportContext:
     are the report stage's inputs (dvc.yaml): params.yaml's `profile` here and its `partitions` on each run
     (load_results), reports/runs as the results (each seed knowing its folder), and for TCE's Figure 4
     grid.yaml's partitions and their records."""
+
     profile: str
     results: Mapping[str, SeededRun]  # every run with results, of every paper
     published: dict  # this paper's numbers in published.yaml
@@ -300,11 +356,15 @@ class ReportContext:
         """The paper's runs. A confirmatory sample (a run with `confirms`) is one only where it stands in for
         the run it confirms, under that run's key (report/confirmation.py): tables and the other claims never
         read its seeds."""
-        return {key: run for key, run in self.results.items()
-                if run.paper == paper and (not run.settings.get("confirms") or key != run.key)}
+        return {
+            key: run
+            for key, run in self.results.items()
+            if run.paper == paper and (not run.settings.get("confirms") or key != run.key)
+        }
 
 
 # ---------------------------------------------------------------- cells
+
 
 def seed_range(seeds: list[int]) -> str:
     """'8-31' for three or more consecutive seeds, else the seeds listed ('0, 2')."""
@@ -390,18 +450,24 @@ def seeds_note(results: dict[str, SeededRun]) -> str:
     for run in results.values():
         counts[run.n] = counts.get(run.n, 0) + 1
     spread = ", ".join(f"{runs} run(s) with {n} seed(s)" for n, runs in sorted(counts.items())) or "no runs"
-    return (f"ours = mean ± sd over a run's seeds (sample sd; n = seeds, no sd with one seed): {spread}; "
-            "claims are decided across seeds in claims.md")
+    return (
+        f"ours = mean ± sd over a run's seeds (sample sd; n = seeds, no sd with one seed): {spread}; "
+        "claims are decided across seeds in claims.md"
+    )
 
 
 def accuracy_note() -> str:
-    return (f"accuracy = each seed's mean over its last k = {K_LAST} evaluated rounds (up to the column's round), "
-            "then mean ± sd over seeds; 'last round' = the accuracy after that round alone, mean ± sd over seeds "
-            "(the non-IID curves swing by 10+ points between rounds)")
+    return (
+        f"accuracy = each seed's mean over its last k = {K_LAST} evaluated rounds (up to the column's round), "
+        "then mean ± sd over seeds; 'last round' = the accuracy after that round alone, mean ± sd over seeds "
+        "(the non-IID curves swing by 10+ points between rounds)"
+    )
 
 
-INPUT_SCALING_WORDS = {"standardize": "standardised per channel (training-set mean and sd)",
-                       "unit": "pixels scaled to [0, 1]"}
+INPUT_SCALING_WORDS = {
+    "standardize": "standardised per channel (training-set mean and sd)",
+    "unit": "pixels scaled to [0, 1]",
+}
 
 
 def input_scaling_note(results: dict[str, SeededRun], why: str) -> str:
@@ -409,8 +475,13 @@ def input_scaling_note(results: dict[str, SeededRun], why: str) -> str:
     by_dataset: dict[str, set] = {}
     for r in results.values():
         by_dataset.setdefault(r.settings.get("dataset", "?"), set()).add(r.settings.get("input_scaling", "standardize"))
-    text = "; ".join(f"{dataset}: " + " / ".join(INPUT_SCALING_WORDS.get(u, u) for u in sorted(used))
-                     for dataset, used in sorted(by_dataset.items())) or "no runs"
+    text = (
+        "; ".join(
+            f"{dataset}: " + " / ".join(INPUT_SCALING_WORDS.get(u, u) for u in sorted(used))
+            for dataset, used in sorted(by_dataset.items())
+        )
+        or "no runs"
+    )
     return f"inputs: {text} ({why})"
 
 
@@ -426,6 +497,7 @@ def scaled_note(results: dict[str, SeededRun]) -> list[str]:
 
 
 # ---------------------------------------------------------------- claims
+
 
 @dataclass
 class Claim:
@@ -465,24 +537,50 @@ class Claim:
         if self.status not in ("inconclusive", READING_DEPENDENT):
             return ""
         undecided = [r for r in self.readings if r.status == "inconclusive"]
-        comparisons = (sorted(undecided, key=lambda r: not r.primary)[0].comparisons if undecided
-                       else self.comparisons)
+        if self.status == READING_DEPENDENT and not undecided:
+            # every reading decided, and they disagree: more seeds would not settle which reading is meant
+            return "every reading decided; they disagree, which more seeds would not settle"
+        comparisons = sorted(undecided, key=lambda r: not r.primary)[0].comparisons if undecided else self.comparisons
         if not comparisons:
             return "no comparison to measure (see our numbers)" if self.status == "inconclusive" else ""
-        line = claim_power(comparisons, self.unit, self.one_failure_fails) or "no comparison to measure (see our numbers)"
+        line = (
+            claim_power(comparisons, self.unit, self.one_failure_fails) or "no comparison to measure (see our numbers)"
+        )
         return f"after its confirmatory sample, which stays its last: {line}" if self.sample else line
 
 
-def claim_of_readings(paper: str, claim_id: str, text: str, published: str, readings: list[Reading],
-                      setting: str = "", unit: str = "", one_failure_fails: bool = True) -> Claim:
+def claim_of_readings(
+    paper: str,
+    claim_id: str,
+    text: str,
+    published: str,
+    readings: list[Reading],
+    setting: str = "",
+    unit: str = "",
+    one_failure_fails: bool = True,
+) -> Claim:
     """A claim decided over its declared readings (readings.verdict): its evidence each reading's, the paper's
     own first; its seeds and comparisons the paper's reading's."""
     ordered = sorted(readings, key=lambda r: not r.primary)
     main = ordered[0]
     evidence = " — ".join(f"**{r.label}**: {r.status}; {r.evidence}" for r in ordered)
-    seeds = comparisons_seeds(main.comparisons) if main.comparisons else ""
-    return Claim(paper, claim_id, text, verdict(readings), evidence, published, seeds, list(main.comparisons), unit,
-                 one_failure_fails, readings=list(readings), setting=setting)
+    # the seeds of the paper's reading, or of the first reading measured where the paper's is not measured
+    measured = [r for r in ordered if r.comparisons]
+    seeds = comparisons_seeds(measured[0].comparisons) if measured else ""
+    return Claim(
+        paper,
+        claim_id,
+        text,
+        verdict(readings),
+        evidence,
+        published,
+        seeds,
+        list(main.comparisons),
+        unit,
+        one_failure_fails,
+        readings=list(readings),
+        setting=setting,
+    )
 
 
 def not_run_claim(paper: str, claim_id: str, text: str, published: str, results: dict, keys) -> Claim | None:
@@ -493,9 +591,21 @@ def not_run_claim(paper: str, claim_id: str, text: str, published: str, results:
     return None
 
 
-def comparison_claim(paper: str, claim_id: str, text: str, published: str, first: str, second: str,
-                     first_values: list, second_values: list, better: str, cell, what: str = "",
-                     margin: float = 0.0, unit: str = "") -> Claim:
+def comparison_claim(
+    paper: str,
+    claim_id: str,
+    text: str,
+    published: str,
+    first: str,
+    second: str,
+    first_values: list,
+    second_values: list,
+    better: str,
+    cell,
+    what: str = "",
+    margin: float = 0.0,
+    unit: str = "",
+) -> Claim:
     """A claim decided by the rule on two runs' per-seed values (`margin` shifts the first side up)."""
     shifted = shift(first_values, margin)
     comparison = compare(shifted, second_values, better)
@@ -517,12 +627,24 @@ def fewer_rounds_claim(paper, claim_id, text, published, results, first, second,
     absent = not_run_claim(paper, claim_id, text, published, results, (first, second))
     if absent:
         return absent
-    claim = comparison_claim(paper, claim_id, text, published, first, second,
-                             results[first].rounds_to_moving(target), results[second].rounds_to_moving(target),
-                             "lower", rounds_cell, f" rounds to {target:.0%} ({K_LAST}-round moving mean)",
-                             unit="rounds")
-    claim.evidence += (f"; first crossing (the paper's reading): {first} {rounds_cell(results[first].rounds_to(target))}, "
-                       f"{second} {rounds_cell(results[second].rounds_to(target))}")
+    claim = comparison_claim(
+        paper,
+        claim_id,
+        text,
+        published,
+        first,
+        second,
+        results[first].rounds_to_moving(target),
+        results[second].rounds_to_moving(target),
+        "lower",
+        rounds_cell,
+        f" rounds to {target:.0%} ({K_LAST}-round moving mean)",
+        unit="rounds",
+    )
+    claim.evidence += (
+        f"; first crossing (the paper's reading): {first} {rounds_cell(results[first].rounds_to(target))}, "
+        f"{second} {rounds_cell(results[second].rounds_to(target))}"
+    )
     return claim
 
 
@@ -533,6 +655,7 @@ def comparisons_seeds(comparisons: list[Comparison]) -> str:
 
 
 # ---------------------------------------------------------------- figures
+
 
 def algorithm_label(settings: dict) -> str:
     """λ or μ of a run as its settings have them ("" when the algorithm has none)."""
@@ -561,14 +684,19 @@ def mean_curve(run: SeededRun) -> tuple[list[int], list[float], list[float], lis
             if has_value(a):
                 by_round.setdefault(r, []).append(a)
     rounds = sorted(by_round)
-    return (rounds, [sum(by_round[r]) / len(by_round[r]) for r in rounds], [min(by_round[r]) for r in rounds],
-            [max(by_round[r]) for r in rounds])
+    return (
+        rounds,
+        [sum(by_round[r]) / len(by_round[r]) for r in rounds],
+        [min(by_round[r]) for r in rounds],
+        [max(by_round[r]) for r in rounds],
+    )
 
 
 def pyplot():
     """matplotlib.pyplot on the Agg backend: the report draws into files, never a window, and imports
     matplotlib only when it draws (the rest of the pipeline need not load it)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -584,14 +712,21 @@ def save_figure(fig, path: Path, dpi: int = 100) -> None:
     pyplot().close(fig)
 
 
-def plot_curves(path: Path, title: str, series: list[tuple[str, SeededRun]], targets: list[float],
-                ylim: tuple[float, float] = (0.5, 1.0), ylabel: str = "test accuracy") -> None:
+def plot_curves(
+    path: Path,
+    title: str,
+    series: list[tuple[str, SeededRun]],
+    targets: list[float],
+    ylim: tuple[float, float] = (0.5, 1.0),
+    ylabel: str = "test accuracy",
+) -> None:
     """One mean curve per run over its seeds, shaded between the seeds' min and max; legends say n."""
     save_figure(curves_figure(title, series, targets, ylim, ylabel), path)
 
 
-def curves_figure(title: str, series: list[tuple[str, SeededRun]], targets: list[float],
-                  ylim: tuple[float, float], ylabel: str):
+def curves_figure(
+    title: str, series: list[tuple[str, SeededRun]], targets: list[float], ylim: tuple[float, float], ylabel: str
+):
     """plot_curves' figure, not yet saved."""
     fig, ax = pyplot().subplots(figsize=(6, 4))
     styles = ["-", "--", ":", "-."]  # identical curves (FedProx with a tiny mu) stay visible

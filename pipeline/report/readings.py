@@ -11,6 +11,7 @@ Across the ledger, Holm over the claims: a claim's p is the p that decides its w
 (`claim_p`), and a held or failed claim stays so after the correction only if its adjusted p is below α
 (`ledger_holm`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,10 +50,11 @@ def _status(p: float, effect: float | None, alpha: float) -> str:
 def with_holm(comparisons: Sequence[Comparison], alpha: float = ALPHA) -> list[Comparison]:
     """The comparisons with their p-values Holm-adjusted over those that have one, and each status decided
     again on its adjusted p (a comparison with no test keeps its own). One comparison: unchanged."""
-    tested = [i for i, c in enumerate(comparisons) if c.p is not None]
+    pvalues = {i: c.p for i, c in enumerate(comparisons) if c.p is not None}
+    tested = list(pvalues)
     if len(tested) < 2:
         return list(comparisons)
-    adjusted = dict(zip(tested, holm_adjust([comparisons[i].p for i in tested])))
+    adjusted = dict(zip(tested, holm_adjust(list(pvalues.values()))))
     out = []
     for i, c in enumerate(comparisons):
         if i not in adjusted:
@@ -69,6 +71,7 @@ def with_holm(comparisons: Sequence[Comparison], alpha: float = ALPHA) -> list[C
 @dataclass
 class Reading:
     """One declared reading of a claim, decided."""
+
     name: str
     status: str  # held | failed | inconclusive | not measured
     comparisons: list[Comparison]  # Holm-adjusted within the reading
@@ -83,18 +86,19 @@ class Reading:
     def p(self) -> float | None:
         """The p that decides the reading: held, the largest (every comparison must be held); failed, the
         smallest among the failed ones (one failure fails it); else the smallest there is."""
-        tested = [c for c in self.comparisons if c.p is not None]
+        tested = [(c.p, c.status) for c in self.comparisons if c.p is not None]
         if not tested:
             return None
         if self.status == HELD:
-            return max(c.p for c in tested)
+            return max(p for p, _ in tested)
         if self.status == FAILED:
-            return min(c.p for c in tested if c.status == FAILED)
-        return min(c.p for c in tested)
+            return min(p for p, status in tested if status == FAILED)
+        return min(p for p, _ in tested)
 
 
-def reading(name: str, comparisons: Sequence[Comparison], evidence: str = "", primary: bool = False,
-            status: str | None = None) -> Reading:
+def reading(
+    name: str, comparisons: Sequence[Comparison], evidence: str = "", primary: bool = False, status: str | None = None
+) -> Reading:
     """A reading decided by its comparisons, Holm-corrected when there are several and combined all-of
     (held when every one is held, failed when one is); `status` overrides the combination for a reading
     whose comparisons combine otherwise (a count, an 'any of')."""
@@ -153,15 +157,37 @@ def readings_cell(readings: Sequence[Reading]) -> str:
 
 # ---------------------------------------------------------------- what was trained, beside the paper
 
-PRETTY = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100",
-          "svhn": "SVHN", "femnist": "FEMNIST"}
-SETTING_KEYS = (("model", "{}"), ("rounds", "{} rounds"), ("local_epochs", "E = {}"), ("batch_size", "B = {}"),
-                ("client_fraction", "C = {}"), ("lr", "lr {}"), ("norm", "{} norm"))
+PRETTY = {
+    "mnist": "MNIST",
+    "fashion_mnist": "Fashion-MNIST",
+    "cifar10": "CIFAR-10",
+    "cifar100": "CIFAR-100",
+    "svhn": "SVHN",
+    "femnist": "FEMNIST",
+}
+SETTING_KEYS = (
+    ("model", "{}"),
+    ("rounds", "{} rounds"),
+    ("local_epochs", "E = {}"),
+    ("batch_size", "B = {}"),
+    ("client_fraction", "C = {}"),
+    ("lr", "lr {}"),
+    ("norm", "{} norm"),
+)
+
+
+def setting_value(key: str, form: str, value) -> str:
+    """One scaled key's value as the setting cell words it: a run without a normalisation layer has "no norm",
+    and a key the paper leaves unset is "its default"."""
+    if value is None:
+        return "no norm" if key == "norm" else "its default"
+    return form.format(value)
 
 
 @dataclass(frozen=True)
 class Setting:
     """What a claim's runs trained, beside the paper's: `used` differs from `paper` where the profile scaled."""
+
     dataset: str
     paper_dataset: str
     copy: str = ""  # the mirror copy's stand-in note (reports/datasets/<name>.json), where it is one
@@ -174,8 +200,11 @@ class Setting:
         if self.copy:
             data += f" ({self.copy})"
         parts = [data] + [f"{ours} (paper: {theirs})" for ours, theirs in self.changed]
-        return "; ".join(parts) if len(parts) > 1 or self.dataset != self.paper_dataset or self.copy else \
-            f"{data}; the paper's settings"
+        return (
+            "; ".join(parts)
+            if len(parts) > 1 or self.dataset != self.paper_dataset or self.copy
+            else f"{data}; the paper's settings"
+        )
 
 
 def dataset_copy(records: Path | None, dataset: str) -> str:
@@ -194,18 +223,26 @@ def setting_of(runs: Sequence, records: Path | None = None) -> Setting:
     """The setting the first of `runs` trained (the claim's runs share it but for the method under test),
     from its resolved settings' `scaled` record: each scaled key as ours (the paper's)."""
     run = runs[0]
-    scaled = {k: v for k, v in (run.scaled or {}).items() if k not in ("seeds", "probe_rounds") and
-              v.get("paper") != v.get("used")}
+    scaled = {
+        k: v
+        for k, v in (run.scaled or {}).items()
+        if k not in ("seeds", "probe_rounds") and v.get("paper") != v.get("used")
+    }
     changed = []
     for key, form in SETTING_KEYS:
         if key in scaled:
             ours, theirs = scaled[key]["used"], scaled[key]["paper"]
-            changed.append((form.format(ours), form.format(theirs) if theirs is not None else "its default"))
+            changed.append((setting_value(key, form, ours), setting_value(key, form, theirs)))
     if "partition" in scaled and run.paper_partition and run.partition:
         ours_p, theirs_p = run.partition, run.paper_partition
         for name in ("clients", "shard_size", "samples_per_client"):
             if ours_p.get(name) != theirs_p.get(name) and ours_p.get(name) is not None:
-                changed.append((f"{name.replace('_', ' ')} {ours_p[name]}", f"{theirs_p.get(name)}"))
+                label = name.replace("_", " ")
+                theirs_value = theirs_p.get(name)
+                changed.append(
+                    (f"{label} {ours_p[name]}", f"{theirs_value}" if theirs_value is not None else f"no {label}")
+                )
     dataset = run.settings.get("dataset", "")
-    return Setting(dataset, partition_dataset(run.paper_partition, dataset), dataset_copy(records, dataset),
-                   tuple(changed))
+    return Setting(
+        dataset, partition_dataset(run.paper_partition, dataset), dataset_copy(records, dataset), tuple(changed)
+    )

@@ -30,6 +30,7 @@ For a comparison the seeds do not decide, `power_line` says what would: the obse
 and the seeds a side that a two-sided test at ALPHA would need for POWER (80 %) power, or why no
 number of seeds decides it at this scale.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -96,14 +97,22 @@ class PerSeed(list):
     any other reason (a ratio or difference of two runs one of which has none, a round the run never
     trained to) is unknown, and stays so: nothing is made up for it."""
 
-    def __init__(self, values: Iterable = (), seeds: Iterable[int] | None = None,
-                 worst: Iterable[bool] | None = None, better: str | None = None):
+    def __init__(
+        self,
+        values: Iterable = (),
+        seeds: Iterable[int] | None = None,
+        worst: Iterable[bool] | None = None,
+        better: str | None = None,
+    ):
         super().__init__(values)
         self.seeds = None if seeds is None else tuple(int(s) for s in seeds)
         if self.seeds is not None and len(self.seeds) != len(self):
             raise ValueError(f"{len(self)} values for {len(self.seeds)} seeds")
-        self.worst = tuple(bool(w) and not has_value(v) for v, w in zip(self, worst)) if worst is not None \
+        self.worst = (
+            tuple(bool(w) and not has_value(v) for v, w in zip(self, worst))
+            if worst is not None
             else (False,) * len(self)
+        )
         if len(self.worst) != len(self):
             raise ValueError(f"{len(self)} values for {len(self.worst)} worst-outcome marks")
         if better not in (None, "higher", "lower"):
@@ -183,12 +192,11 @@ def moving_means(rounds: Sequence[int], accuracies: Sequence, k: int = K_LAST) -
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     rounds, accuracies = list(rounds), list(accuracies)
-    windows = ((int(rounds[end - 1]), accuracies[end - k:end]) for end in range(k, len(accuracies) + 1))
+    windows = ((int(rounds[end - 1]), accuracies[end - k : end]) for end in range(k, len(accuracies) + 1))
     return [(r, statistics.fmean(float(v) for v in w)) for r, w in windows if all(has_value(v) for v in w)]
 
 
-def rounds_to_target_moving(rounds: Sequence[int], accuracies: Sequence, target: float,
-                            k: int = K_LAST) -> int | None:
+def rounds_to_target_moving(rounds: Sequence[int], accuracies: Sequence, target: float, k: int = K_LAST) -> int | None:
     """The first round at which the mean of the last `k` evaluated accuracies (a full window of k) is at
     or above `target`; None if it never is. One lucky round of a swinging non-IID curve does not count as
     reaching the target; k rounds that average above it do."""
@@ -208,6 +216,7 @@ def window_mean(rounds: Sequence[int], values: Sequence, at: int, width: int) ->
 @dataclass
 class Comparison:
     """The rule's verdict on first vs second, and why (for a claim's evidence and its power line)."""
+
     status: str  # held | failed | inconclusive
     reason: str
     n_first: int
@@ -219,6 +228,8 @@ class Comparison:
     sd: float | None = None  # the sd the test used: of the paired differences, or the two sides' pooled sd
     undecidable: str = ""  # why no number of seeds decides it at this scale ("" if more seeds could)
     scores: tuple = ()  # a rank test's inputs, for its power: (differences,) paired, (first, second) unpaired
+    sides: tuple = ()  # what `compare` was given, per side: ((seed or None, value or None), ...), for the table
+    # of the seeds that decide a claim (report/confirmation.py)
 
     @property
     def seeds(self) -> str:
@@ -256,8 +267,9 @@ def pairing(first: Sequence, second: Sequence) -> tuple[list[int] | None, str]:
     if seeds_first is None or seeds_second is None:
         return None, "unpaired: a side without its seeds"
     if sorted(seeds_first) != sorted(seeds_second):
-        return None, (f"unpaired: seeds {', '.join(map(str, seeds_first))} vs "
-                      f"{', '.join(map(str, seeds_second))} differ")
+        return None, (
+            f"unpaired: seeds {', '.join(map(str, seeds_first))} vs {', '.join(map(str, seeds_second))} differ"
+        )
     return sorted(seeds_first), ""
 
 
@@ -267,7 +279,7 @@ def exact_p(n1: int, n2: int, is_paired: bool) -> float:
     differences; unpaired: 2 of the C(n1 + n2, n1) ways to deal the values into the two sides (1 of them
     when the sides' sizes differ, since the mirror arrangement then does not exist)."""
     if is_paired:
-        return min(1.0, 2.0 / 2 ** n1)
+        return min(1.0, 2.0 / 2**n1)
     return min(1.0, (2.0 if n1 == n2 else 1.0) / math.comb(n1 + n2, n1))
 
 
@@ -285,11 +297,21 @@ def _without_values(first: list, second: list, n1: int, n2: int) -> Comparison:
     a = [v for v in first if has_value(v)]
     b = [v for v in second if has_value(v)]
     if not a and not b:
-        return Comparison(INCONCLUSIVE, "no seed of either side has a value", n1, n2,
-                          undecidable="no seed of either side has a value (none reaches the target, or all diverged)")
-    return Comparison(INCONCLUSIVE, f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a known value",
-                      n1, n2, undecidable=f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a known "
-                                          "value (not their run's outcome, so not ranked): more seeds keep some")
+        return Comparison(
+            INCONCLUSIVE,
+            "no seed of either side has a value",
+            n1,
+            n2,
+            undecidable="no seed of either side has a value (none reaches the target, or all diverged)",
+        )
+    return Comparison(
+        INCONCLUSIVE,
+        f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a known value",
+        n1,
+        n2,
+        undecidable=f"{n1 - len(a)} of {n1} vs {n2 - len(b)} of {n2} seeds without a known "
+        "value (not their run's outcome, so not ranked): more seeds keep some",
+    )
 
 
 def _verdict(p: float, difference: float, alpha: float) -> str:
@@ -302,7 +324,18 @@ def _verdict(p: float, difference: float, alpha: float) -> str:
 
 def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: float = ALPHA) -> Comparison:
     """THE claim rule: is `first` better than `second` (higher or lower values), over their seeds? Paired
-    by seed when both sides carry the same seeds (`PerSeed`), Welch otherwise."""
+    by seed when both sides carry the same seeds (`PerSeed`), Welch otherwise. The comparison keeps its
+    inputs (`sides`)."""
+    return dataclasses.replace(_decide(first, second, better, alpha), sides=(_side(first), _side(second)))
+
+
+def _side(values: Sequence) -> tuple:
+    """((seed, value), ...) of one side as given, the seed None where the side does not carry its seeds."""
+    seeds = getattr(values, "seeds", None) or (None,) * len(values)
+    return tuple((seed, float(v) if has_value(v) else None) for seed, v in zip(seeds, values))
+
+
+def _decide(first: Sequence, second: Sequence, better: str, alpha: float) -> Comparison:
     if better not in ("higher", "lower"):
         raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
     seeds, why_unpaired = pairing(first, second)
@@ -311,8 +344,13 @@ def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: fl
     worst = worst_first + worst_second
     n1, n2 = len(first), len(second)
     if n1 < 2 or n2 < 2:
-        return Comparison(INCONCLUSIVE, f"n = {n1} vs {n2}: a single seed cannot separate", n1, n2,
-                          undecidable="" if n1 and n2 else "a side has no seed")
+        return Comparison(
+            INCONCLUSIVE,
+            f"n = {n1} vs {n2}: a single seed cannot separate",
+            n1,
+            n2,
+            undecidable="" if n1 and n2 else "a side has no seed",
+        )
     sign = 1 if better == "higher" else -1
     if not all(has_value(v) for v in first + second):
         every_missing_is_worst = all(w for v, w in zip(first + second, worst) if not has_value(v))
@@ -327,8 +365,17 @@ def compare(first: Sequence, second: Sequence, better: str = "higher", alpha: fl
 
 
 def _tie(n1: int, n2: int, test: str) -> Comparison:
-    return Comparison(INCONCLUSIVE, "the same value on every seed of both sides", n1, n2, 1.0, test, 0.0, 0.0,
-                      undecidable="the two sides are equal on every seed")
+    return Comparison(
+        INCONCLUSIVE,
+        "the same value on every seed of both sides",
+        n1,
+        n2,
+        1.0,
+        test,
+        0.0,
+        0.0,
+        undecidable="the two sides are equal on every seed",
+    )
 
 
 def _exact(effect: float, n1: int, n2: int, is_paired: bool, alpha: float, why: str) -> Comparison:
@@ -337,13 +384,18 @@ def _exact(effect: float, n1: int, n2: int, is_paired: bool, alpha: float, why: 
     if is_paired:
         text = f"the same difference on every seed: exact sign-flip p = 2/2^{n1} = {p:.3g}"
     else:
-        text = (f"each side constant across its seeds: exact permutation p = {2 if n1 == n2 else 1}/"
-                f"C({n1 + n2},{n1}) = {p:.3g}; {why}")
-    return Comparison(_verdict(p, effect, alpha), text, n1, n2, p, EXACT_PAIRED if is_paired else EXACT_UNPAIRED,
-                      effect, 0.0)
+        text = (
+            f"each side constant across its seeds: exact permutation p = {2 if n1 == n2 else 1}/"
+            f"C({n1 + n2},{n1}) = {p:.3g}; {why}"
+        )
+    return Comparison(
+        _verdict(p, effect, alpha), text, n1, n2, p, EXACT_PAIRED if is_paired else EXACT_UNPAIRED, effect, 0.0
+    )
 
 
-def _t_test(p: float, effect: float, sd: float | None, n1: int, n2: int, test: str, alpha: float, text: str) -> Comparison:
+def _t_test(
+    p: float, effect: float, sd: float | None, n1: int, n2: int, test: str, alpha: float, text: str
+) -> Comparison:
     status = _verdict(p, effect, alpha)
     if status == INCONCLUSIVE:
         text += f" (not < {alpha:g})" if p >= alpha else " (a tie of means)"
@@ -391,6 +443,7 @@ def _compare_welch(a: list[float], b: list[float], sign: int, alpha: float, why_
 # without a value tie, and a tie is dropped), Mann-Whitney's U unpaired. Both are exact up to
 # EXACT_RANKS_UP_TO seeds, mid-ranks for ties included.
 
+
 def worst_rank_scores(first: list, second: list, sign: int, natural_sign: int) -> tuple[list[float], list[float]]:
     """Each value in the claimed direction (`sign`: +1 when the claim wants the first side higher); a seed
     without one scored beyond every value of either side by more than their range, at the bottom of the
@@ -403,6 +456,7 @@ def worst_rank_scores(first: list, second: list, sign: int, natural_sign: int) -
 
     def score(v) -> float:
         return flip * (natural_sign * float(v) if has_value(v) else floor)
+
     return [score(v) for v in first], [score(v) for v in second]
 
 
@@ -437,7 +491,7 @@ def signed_rank_test(differences: Sequence[float]) -> tuple[float, float, int]:
     probability[0] = 1.0
     for r in ranks:  # each difference's sign: + (adds its rank) or -, each with probability 1/2
         shifted = np.zeros_like(probability)
-        shifted[r:] = probability[:total + 1 - r]
+        shifted[r:] = probability[: total + 1 - r]
         probability = (probability + shifted) / 2
     distance = np.abs(2 * np.arange(total + 1) - total)
     p = float(probability[distance >= abs(2 * plus - total)].sum())
@@ -464,7 +518,7 @@ def rank_sum_test(first: Sequence[float], second: Sequence[float]) -> tuple[floa
     ways = np.zeros((n1 + 1, total + 1))  # ways[k, s]: sets of k values whose doubled ranks sum to s
     ways[0, 0] = 1.0
     for r in ranks:
-        ways[1:, r:] = ways[1:, r:] + ways[:-1, :total + 1 - r]  # numpy reads the right side first: each value once
+        ways[1:, r:] = ways[1:, r:] + ways[:-1, : total + 1 - r]  # numpy reads the right side first: each value once
     probability = ways[n1] / math.comb(n1 + n2, n1)
     centre = n1 * (n1 + n2 + 1)  # the doubled rank sum's mean
     distance = np.abs(np.arange(total + 1) - centre)
@@ -490,12 +544,15 @@ def _complete_seeds_words(first: list, second: list, is_paired: bool) -> str:
     return f"{where}: {'paired t' if is_paired else 'Welch'} p = {p:.3g}"
 
 
-def _compare_ranked(first: list, second: list, sign: int, natural_sign: int, is_paired: bool, alpha: float,
-                    why_unpaired: str) -> Comparison:
+def _compare_ranked(
+    first: list, second: list, sign: int, natural_sign: int, is_paired: bool, alpha: float, why_unpaired: str
+) -> Comparison:
     """The worst-rank rule, for sides where some seeds lack a value as their run's worst outcome."""
     n1, n2 = len(first), len(second)
-    missing = (f"{sum(not has_value(v) for v in first)} of {n1} vs {sum(not has_value(v) for v in second)} of "
-               f"{n2} seeds without a value (diverged, NC or near chance: ranked below every seed with one)")
+    missing = (
+        f"{sum(not has_value(v) for v in first)} of {n1} vs {sum(not has_value(v) for v in second)} of "
+        f"{n2} seeds without a value (diverged, NC or near chance: ranked below every seed with one)"
+    )
     a, b = worst_rank_scores(first, second, sign, natural_sign)
     scores: tuple[tuple[float, ...], ...]
     if is_paired:
@@ -513,8 +570,9 @@ def _compare_ranked(first: list, second: list, sign: int, natural_sign: int, is_
     return dataclasses.replace(_t_test(p, r_biserial, None, n1, n2, test, alpha, text), scores=scores)
 
 
-def rank_seeds_for_power(comparison: Comparison, power: float = POWER, alpha: float = ALPHA,
-                         most: int = MAX_SEEDS) -> int | None:
+def rank_seeds_for_power(
+    comparison: Comparison, power: float = POWER, alpha: float = ALPHA, most: int = MAX_SEEDS
+) -> int | None:
     """Seeds a side at which a rank test (`_compare_ranked`) would reach `power` were its seeds like these:
     Noether's (1987) formula, n = (z_(1-alpha/2) + z_power)^2 / (3 (p' - 1/2)^2) for the signed-rank test,
     p' = P(D + D' > 0) over two differences (Walsh averages of the nonzero ones; the seeds whose pairs tie
@@ -533,13 +591,13 @@ def rank_seeds_for_power(comparison: Comparison, power: float = POWER, alpha: fl
         lean = (sum(w > 0 for w in walsh) + sum(w == 0 for w in walsh) / 2) / len(walsh) - 0.5
         untied = len(nonzero) / len(comparison.scores[0])
         least = exact_seeds(True, alpha) / untied
-        needed = least if abs(lean) == 0.5 else z ** 2 / (3 * lean ** 2) / untied if lean else math.inf
+        needed = least if abs(lean) == 0.5 else z**2 / (3 * lean**2) / untied if lean else math.inf
     else:
         first, second = comparison.scores
         above = sum((x > y) + (x == y) / 2 for x in first for y in second) / (len(first) * len(second))
         lean = above - 0.5
         least = exact_seeds(False, alpha)
-        needed = least if abs(lean) == 0.5 else z ** 2 / (6 * lean ** 2) if lean else math.inf
+        needed = least if abs(lean) == 0.5 else z**2 / (6 * lean**2) if lean else math.inf
     if not math.isfinite(needed):
         return None
     n = max(math.ceil(least - 1e-9), math.ceil(needed - 1e-9))
@@ -547,6 +605,7 @@ def rank_seeds_for_power(comparison: Comparison, power: float = POWER, alpha: fl
 
 
 # ---------------------------------------------------------------- power: what would decide an undecided claim
+
 
 def power_of_t_test(effect_size: float, n: int, is_paired: bool, alpha: float = ALPHA) -> float:
     """Power of the two-sided t-test at `alpha` for a standardised effect d with n seeds a side: the
@@ -560,8 +619,9 @@ def power_of_t_test(effect_size: float, n: int, is_paired: bool, alpha: float = 
     return float(nct.sf(critical, df, noncentrality) + nct.cdf(-critical, df, noncentrality))
 
 
-def seeds_for_power(effect_size: float, is_paired: bool, power: float = POWER, alpha: float = ALPHA,
-                    most: int = MAX_SEEDS) -> int | None:
+def seeds_for_power(
+    effect_size: float, is_paired: bool, power: float = POWER, alpha: float = ALPHA, most: int = MAX_SEEDS
+) -> int | None:
     """The fewest seeds a side (>= 2) at which the test reaches `power` for the standardised effect d;
     None if even `most` do not."""
     if effect_size == 0 or not math.isfinite(effect_size):
@@ -582,8 +642,9 @@ def power_line(comparison: Comparison, unit: str = "") -> str:
     direction = "" if (comparison.effect or 0.0) > 0 else ", as failed (the observed direction is against the claim)"
     if comparison.test in RANK_TESTS:
         needed = rank_seeds_for_power(comparison)
-        measured = (f"rank-biserial r = {comparison.effect:+.2f} ({comparison.test}; the seeds without a value "
-                    "ranked lowest)")
+        measured = (
+            f"rank-biserial r = {comparison.effect:+.2f} ({comparison.test}; the seeds without a value ranked lowest)"
+        )
         if needed is None:
             return f"{measured}: the seeds lean neither way, or more than {MAX_SEEDS} a side would be needed"
         return f"{measured}: {needed} seeds a side would decide it at {POWER:.0%} power (Noether's formula){direction}"
@@ -591,13 +652,17 @@ def power_line(comparison: Comparison, unit: str = "") -> str:
         return "one seed a side: its sd is unknown; 3 seeds a side would measure it"
     unit_text = f" {unit}" if unit else ""
     if comparison.sd == 0:  # every seed agrees: the exact test needs enough of them
-        return (f"effect {comparison.effect:+.3g}{unit_text} on every seed (sd 0): the exact test separates "
-                f"unanimous seeds from {needed_seeds(comparison)} seeds a side{direction}")
+        return (
+            f"effect {comparison.effect:+.3g}{unit_text} on every seed (sd 0): the exact test separates "
+            f"unanimous seeds from {needed_seeds(comparison)} seeds a side{direction}"
+        )
     is_paired = comparison.test == PAIRED
     effect_size = comparison.effect / comparison.sd
     needed = seeds_for_power(effect_size, is_paired)
-    measured = (f"effect {comparison.effect:+.3g}{unit_text} ({'paired sd' if is_paired else 'pooled sd'} "
-                f"{comparison.sd:.3g}, d = {effect_size:+.2f})")
+    measured = (
+        f"effect {comparison.effect:+.3g}{unit_text} ({'paired sd' if is_paired else 'pooled sd'} "
+        f"{comparison.sd:.3g}, d = {effect_size:+.2f})"
+    )
     if needed is None:
         return f"{measured}: more than {MAX_SEEDS} seeds a side: not decidable by seeds at this scale"
     return f"{measured}: {needed} seeds a side would decide it at {POWER:.0%} power{direction}"
@@ -629,15 +694,13 @@ def claim_power(comparisons: Iterable[Comparison], unit: str = "", one_failure_f
     if not comparisons or combine(c.status for c in comparisons) != INCONCLUSIVE:
         return ""
     undecided = [c for c in comparisons if c.status == INCONCLUSIVE]
-    against = [c for c in undecided
-               if one_failure_fails and (c.effect or 0.0) < 0 and needed_seeds(c) is not None]
+    against = [c for c in undecided if one_failure_fails and (c.effect or 0.0) < 0 and needed_seeds(c) is not None]
     if against:
         nearest = min(against, key=lambda c: needed_seeds(c) or 0)
         line = power_line(nearest, unit)
         if len(undecided) == 1:
             return line
-        return (f"{len(undecided)} comparisons undecided; one separated against the claim fails it, the nearest: "
-                f"{line}")
+        return f"{len(undecided)} comparisons undecided; one separated against the claim fails it, the nearest: {line}"
     hardest = max(undecided, key=lambda c: (needed_seeds(c) is None, needed_seeds(c) or 0))
     line = power_line(hardest, unit)
     return line if len(undecided) == 1 else f"{len(undecided)} comparisons undecided; the hardest: {line}"
@@ -665,8 +728,9 @@ def combine(statuses: Iterable[str]) -> str:
     return INCONCLUSIVE
 
 
-def best_of(best: Sequence, others: dict[str, Sequence], better: str = "higher",
-            alpha: float = ALPHA) -> tuple[str, dict[str, Comparison]]:
+def best_of(
+    best: Sequence, others: dict[str, Sequence], better: str = "higher", alpha: float = ALPHA
+) -> tuple[str, dict[str, Comparison]]:
     """'`best` is the best of them all': held only if it is separated (held) from every other; failed if
     some other is separated above it; else inconclusive."""
     comparisons = {name: compare(best, values, better, alpha) for name, values in others.items()}

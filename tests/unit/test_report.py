@@ -1,5 +1,6 @@
 """The report stage: published numbers against the paper text, and the FedCurv report (Table 1, the grid
 search, Figures 1-2, the claims ledger) built from constructed run results."""
+
 from __future__ import annotations
 
 import csv
@@ -12,29 +13,33 @@ import pytest
 import yaml
 
 from pipeline.config import load_params
+from pipeline.errors import UserError
 from pipeline.papers import PAPERS
 from pipeline.report import __main__ as report_main
 from pipeline.report import fedcurv
 from pipeline.report.common import NO_DIFF, ReportContext, load_results
-
 from support.helpers import PNG_SIGNATURE, require_paper
 
 PAPERS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "papers"
 FEDCURV_PAPER = PAPERS_DIR / "000_b91613fb63fd152f.txt"
 PUBLISHED = yaml.safe_load((Path(fedcurv.__file__).with_name("published.yaml")).read_text())
 TARGET_COLUMNS = [("E50", "0.95"), ("E50", "0.9"), ("E50", "0.85"), ("E10", "0.95"), ("E10", "0.9"), ("E10", "0.85")]
-TABLE1_KEYS = {(algorithm, epochs): f"fedcurv_e{epochs}_{algorithm}"
-               for algorithm in ("fedcurv", "fedprox", "fedavg") for epochs in (50, 10)}
+TABLE1_KEYS = {
+    (algorithm, epochs): f"fedcurv_e{epochs}_{algorithm}"
+    for algorithm in ("fedcurv", "fedprox", "fedavg")
+    for epochs in (50, 10)
+}
 
 
 # ---------------------------------------------------------------- published.yaml against the paper
+
 
 def paper_table1_rows() -> list[tuple[str, list[str]]]:
     """(label, six cells) of each row of the paper's Table 1 (tab-separated in the text)."""
     lines = require_paper(FEDCURV_PAPER).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Table 1"))
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("**") or line.startswith("#"):
             break
         if line.startswith(("FedCurv", "FedProx", "FedAvg")):
@@ -57,8 +62,9 @@ def test_published_table1_matches_the_paper():
                 slot[target] = int(cell)
     # Every algorithm has all six numbers (FedProx's E=50 and E=10 halves come from two rows).
     for algorithm, per_epochs in expected.items():
-        assert {e: sorted(v) for e, v in per_epochs.items()} == {e: sorted(["0.95", "0.9", "0.85"])
-                                                                 for e in ("E50", "E10")}, algorithm
+        assert {e: sorted(v) for e, v in per_epochs.items()} == {
+            e: sorted(["0.95", "0.9", "0.85"]) for e in ("E50", "E10")
+        }, algorithm
     assert PUBLISHED["fedcurv"]["table1"] == expected
 
 
@@ -81,29 +87,57 @@ def test_published_fedprox_mu_matches_the_params_runs():
     hyper = PUBLISHED["fedcurv"]["hyperparameters"]
     for epochs in (50, 10):
         assert params["runs"][f"fedcurv_e{epochs}_fedprox"]["algorithm"]["mu"] == hyper["fedprox"][f"E{epochs}"]["mu"]
-        assert (params["runs"][f"fedcurv_e{epochs}_fedcurv"]["algorithm"]["lambda"]
-                == hyper["fedcurv"][f"E{epochs}"]["lambda"])
+        assert (
+            params["runs"][f"fedcurv_e{epochs}_fedcurv"]["algorithm"]["lambda"]
+            == hyper["fedcurv"][f"E{epochs}"]["lambda"]
+        )
 
 
 # ---------------------------------------------------------------- constructed run results
 
-def write_run(root: Path, key: str, algorithm: dict, local_epochs: int, reached: dict | None = None,
-              status: str = "ok", accuracy: list[float] | None = None, final_accuracy: float | None = None,
-              scaled: dict | None = None, paper: str | None = "fedcurv", seed: int = 0,
-              seconds: float = 1.5, extra: dict | None = None) -> Path:
+
+def write_run(
+    root: Path,
+    key: str,
+    algorithm: dict,
+    local_epochs: int,
+    reached: dict | None = None,
+    status: str = "ok",
+    accuracy: list[float] | None = None,
+    final_accuracy: float | None = None,
+    scaled: dict | None = None,
+    paper: str | None = "fedcurv",
+    seed: int = 0,
+    seconds: float = 1.5,
+    extra: dict | None = None,
+) -> Path:
     """reports/runs/<key>/seed<seed>/ as the train stage leaves it (metrics, settings, timing, one curve).
     paper=None writes settings without a "paper" key (a researcher's own run)."""
     accuracy = accuracy if accuracy is not None else [0.6, 0.8, 0.9]
     folder = root / "reports" / "runs" / key / f"seed{seed}"
     (folder / "plots" / "metrics").mkdir(parents=True)
     final = final_accuracy if final_accuracy is not None else (accuracy[-1] if accuracy else None)
-    summary = {"status": status, "diverged": int(status == "diverged"), "rounds_completed": len(accuracy),
-               "final_accuracy": final, "best_accuracy": max(accuracy) if accuracy else None,
-               "bytes_down_total": 0, "bytes_up_total": 0, "rounds_to_accuracy": reached or {},
-               "step": len(accuracy)}
+    summary = {
+        "status": status,
+        "diverged": int(status == "diverged"),
+        "rounds_completed": len(accuracy),
+        "final_accuracy": final,
+        "best_accuracy": max(accuracy) if accuracy else None,
+        "bytes_down_total": 0,
+        "bytes_up_total": 0,
+        "rounds_to_accuracy": reached or {},
+        "step": len(accuracy),
+    }
     (folder / "metrics.json").write_text(json.dumps(summary))
-    settings = {"algorithm": algorithm, "local_epochs": local_epochs, "key": key, "client_fraction": 1.0,
-                "targets": [0.95, 0.9, 0.85], "scaled": scaled or {}, "seed": seed}
+    settings = {
+        "algorithm": algorithm,
+        "local_epochs": local_epochs,
+        "key": key,
+        "client_fraction": 1.0,
+        "targets": [0.95, 0.9, 0.85],
+        "scaled": scaled or {},
+        "seed": seed,
+    }
     if paper is not None:
         settings["paper"] = paper
     settings.update(extra or {})
@@ -116,13 +150,19 @@ def write_run(root: Path, key: str, algorithm: dict, local_epochs: int, reached:
 
 
 # The paper's λ and μ (published.yaml) at each E: these runs' settings are the paper's.
-PAPER_ALGORITHMS = {("fedcurv", 50): {"name": "fedcurv", "lambda": 1.0},
-                    ("fedcurv", 10): {"name": "fedcurv", "lambda": 1.0},
-                    ("fedprox", 50): {"name": "fedprox", "mu": 0.00025},
-                    ("fedprox", 10): {"name": "fedprox", "mu": 1e-5},
-                    ("fedavg", 50): {"name": "fedavg"}, ("fedavg", 10): {"name": "fedavg"}}
-ALGORITHMS = {"fedcurv": {"name": "fedcurv", "lambda": 1.0}, "fedprox": {"name": "fedprox", "mu": 0.00025},
-              "fedavg": {"name": "fedavg"}}
+PAPER_ALGORITHMS = {
+    ("fedcurv", 50): {"name": "fedcurv", "lambda": 1.0},
+    ("fedcurv", 10): {"name": "fedcurv", "lambda": 1.0},
+    ("fedprox", 50): {"name": "fedprox", "mu": 0.00025},
+    ("fedprox", 10): {"name": "fedprox", "mu": 1e-5},
+    ("fedavg", 50): {"name": "fedavg"},
+    ("fedavg", 10): {"name": "fedavg"},
+}
+ALGORITHMS = {
+    "fedcurv": {"name": "fedcurv", "lambda": 1.0},
+    "fedprox": {"name": "fedprox", "mu": 0.00025},
+    "fedavg": {"name": "fedavg"},
+}
 
 
 def write_table1_run(root: Path, algorithm: str, epochs: int, reached=None, seeds: int = 1, **kwargs) -> str:
@@ -131,17 +171,23 @@ def write_table1_run(root: Path, algorithm: str, epochs: int, reached=None, seed
     key = TABLE1_KEYS[(algorithm, epochs)]
     per_seed = reached if isinstance(reached, list) else [reached] * seeds
     for seed, reached_by_seed in enumerate(per_seed):
-        write_run(root, key, PAPER_ALGORITHMS[(algorithm, epochs)], epochs, reached_by_seed, seed=seed,
-                  **kwargs)
+        write_run(root, key, PAPER_ALGORITHMS[(algorithm, epochs)], epochs, reached_by_seed, seed=seed, **kwargs)
     return key
 
 
-def report_context(root: Path, paper: str, results: dict, published: dict, profile: str = "default",
-                   built_partitions=()) -> ReportContext:
+def report_context(
+    root: Path, paper: str, results: dict, published: dict, profile: str = "default", built_partitions=()
+) -> ReportContext:
     """A paper's report context in a test's folder: its report goes to root/reports/<paper>, the partition
     records are read from root/reports/partitions."""
-    return ReportContext(profile, results, published, root / "reports" / paper, root / "reports" / "partitions",
-                         frozenset(built_partitions))
+    return ReportContext(
+        profile,
+        results,
+        published,
+        root / "reports" / paper,
+        root / "reports" / "partitions",
+        frozenset(built_partitions),
+    )
 
 
 def build(root: Path, keys=None, profile: str = "paper"):
@@ -163,9 +209,8 @@ def table1_row(rows: list[dict], algorithm: str) -> dict:
     return row
 
 
-
-
 # ---------------------------------------------------------------- loading: one run, its seeds
+
 
 def test_load_results_reads_one_seed_as_train_writes_it(tmp_path):
     write_run(tmp_path, "a", ALGORITHMS["fedavg"], 10, {"0.9": 3}, accuracy=[0.5, 0.7, 0.91])
@@ -198,32 +243,38 @@ def test_a_loaded_run_knows_its_seed_folders_and_its_partitions_settings(tmp_pat
 
 def test_load_results_groups_the_seeds_of_a_run(tmp_path):
     for seed, accuracy in zip((0, 1, 2), ([0.5, 0.9], [0.6, 0.8], [0.7, float("nan")])):
-        write_run(tmp_path, "b", ALGORITHMS["fedavg"], 10, accuracy=accuracy, seed=seed,
-                  status="diverged" if seed == 2 else "ok")
+        write_run(
+            tmp_path,
+            "b",
+            ALGORITHMS["fedavg"],
+            10,
+            accuracy=accuracy,
+            seed=seed,
+            status="diverged" if seed == 2 else "ok",
+        )
     run = load_results(["b"], tmp_path / "reports" / "runs")["b"]
     assert run.seeds == [0, 1, 2] and run.n == 3 and run.missing_seeds == []  # by name: what is on disk
-    grid = {f"b-seed{s}": {"run": "b", "seed": s} for s in (0, 1, 2, 3)}
-    assert load_results(grid, tmp_path / "reports" / "runs")["b"].missing_seeds == [3]  # the grid asks for seed 3: not trained yet
+    # the run lists seed 3 and has results for the others: a comparison would silently lose it, so refused
+    with pytest.raises(UserError, match=r"no results for seed 3, which the run lists \(resolved/b.json\)"):
+        load_results({"b": [0, 1, 2, 3]}, tmp_path / "reports" / "runs")
     assert run.diverged_count == 1 and run.diverged
     assert run.final_accuracies() == [0.9, 0.8, None]
     assert run.accuracy_means(k=1) == [pytest.approx(90.0), pytest.approx(80.0), None]
 
 
-def test_load_results_from_the_grid_groups_by_run_and_takes_only_its_seeds(tmp_path):
+def test_load_results_takes_only_the_seeds_each_run_lists(tmp_path):
     for seed in (0, 1, 2):
         write_run(tmp_path, "c", ALGORITHMS["fedavg"], 10, seed=seed)
     write_run(tmp_path, "d", ALGORITHMS["fedavg"], 10, seed=5)
-    grid_runs = {"c-seed0": {"run": "c", "seed": 0, "dataset": "mnist", "partition": "p"},
-                 "c-seed2": {"run": "c", "seed": 2, "dataset": "mnist", "partition": "p"},
-                 "d-seed5": {"run": "d", "seed": 5, "dataset": "mnist", "partition": "p"},
-                 "e-seed0": {"run": "e", "seed": 0, "dataset": "mnist", "partition": "p"}}  # not trained
-    results = load_results(grid_runs, tmp_path / "reports" / "runs")
+    wanted = {"c": [0, 2], "d": [5], "e": [0]}  # each run's seeds (resolved/<run>.json); e is not trained
+    results = load_results(wanted, tmp_path / "reports" / "runs")
     assert sorted(results) == ["c", "d"]
     assert results["c"].seeds == [0, 2]  # seed 1 is on disk but not in this grid
     assert results["d"].seeds == [5]
 
 
 # ---------------------------------------------------------------- FedCurv Table 1
+
 
 def test_table1_cells_with_one_seed_ours_paper_diff(tmp_path):
     write_table1_run(tmp_path, "fedcurv", 50, {"0.95": 40, "0.9": 5, "0.85": 3})
@@ -351,11 +402,19 @@ def table1_runs(root: Path, rounds_to_90: dict) -> None:
         per_seed = rounds if isinstance(rounds, list) else [rounds]
         for seed, r in enumerate(per_seed):
             curve = [0.6, 0.8, 0.9] if r is None else [0.5] * (r - 5) + [0.9] * 5
-            write_run(root, TABLE1_KEYS[(algorithm, epochs)], PAPER_ALGORITHMS[(algorithm, epochs)], epochs,
-                      {} if r is None else {"0.9": r - 4}, accuracy=curve, seed=seed)
+            write_run(
+                root,
+                TABLE1_KEYS[(algorithm, epochs)],
+                PAPER_ALGORITHMS[(algorithm, epochs)],
+                epochs,
+                {} if r is None else {"0.9": r - 4},
+                accuracy=curve,
+                seed=seed,
+            )
 
 
 # ---------------------------------------------------------------- figures
+
 
 def test_figures_are_pngs(tmp_path):
     write_table1_run(tmp_path, "fedcurv", 50, {"0.9": 2}, accuracy=[0.7, 0.9, 0.95])
@@ -376,12 +435,20 @@ def test_figures_are_pngs(tmp_path):
 
 def test_figure_legends_come_from_the_runs_settings(tmp_path, monkeypatch):
     drawn = {}
-    monkeypatch.setattr(fedcurv, "plot_curves",
-                        lambda path, title, series, *args, **kwargs: drawn.setdefault(path.name, series))
+    monkeypatch.setattr(
+        fedcurv, "plot_curves", lambda path, title, series, *args, **kwargs: drawn.setdefault(path.name, series)
+    )
     # The E = 10 FedProx run used μ = 1e-5 (not E = 50's 0.00025), with three seeds, one diverged.
     for seed in range(3):
-        write_run(tmp_path, "fedcurv_e10_fedprox", {"name": "fedprox", "mu": 1e-5}, 10, {"0.9": 4}, seed=seed,
-                  status="diverged" if seed == 1 else "ok")
+        write_run(
+            tmp_path,
+            "fedcurv_e10_fedprox",
+            {"name": "fedprox", "mu": 1e-5},
+            10,
+            {"0.9": 4},
+            seed=seed,
+            status="diverged" if seed == 1 else "ok",
+        )
     write_run(tmp_path, "fedcurv_e10_fedcurv", {"name": "fedcurv", "lambda": 0.5}, 10, {"0.9": 4})
     write_run(tmp_path, "fedcurv_e50_fedprox", {"name": "fedprox", "mu": 0.00025}, 50, {"0.9": 4})
     build(tmp_path)
@@ -403,6 +470,7 @@ def test_figures_without_any_run(tmp_path):
 
 # ---------------------------------------------------------------- python -m pipeline.report as a whole
 
+
 def test_every_paper_has_its_report_module_and_its_published_numbers_under_its_key_and_no_other_key():
     assert list(PUBLISHED) == list(PAPERS)
     assert all(callable(report_main.report_module(paper).build) for paper in PAPERS)
@@ -412,9 +480,18 @@ def write_grid(root: Path, runs: dict[str, list[int]]) -> None:
     """grid.yaml as the profile stage writes it (one entry per run) and each run's resolved settings as the
     resolve stage does (here only what the report reads of them: the run's seeds)."""
     entries = {run: {"run": run, "dataset": "mnist", "partition": "p", "algorithm": "fedavg"} for run in runs}
-    (root / "grid.yaml").write_text(yaml.safe_dump({"grid": {"profile": "paper", "datasets": ["mnist"],
-                                                             "partitions": {"p": {"dataset": "mnist"}},
-                                                             "runs": entries}}))
+    (root / "grid.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "grid": {
+                    "profile": "paper",
+                    "datasets": ["mnist"],
+                    "partitions": {"p": {"dataset": "mnist"}},
+                    "runs": entries,
+                }
+            }
+        )
+    )
     (root / "resolved").mkdir(exist_ok=True)
     for run, seeds in runs.items():
         (root / "resolved" / f"{run}.json").write_text(json.dumps({"run": run, "seeds": seeds}))
@@ -427,15 +504,33 @@ def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
     # (inconclusive); E = 10: FedCurv and FedAvg one seed each (inconclusive); FedProx never run (not run).
     # FedProx − FedAvg per seed: 5, 6, 4 rounds (not the same on every seed, which 3 seeds cannot decide):
     # mean 5, sd 1, t = 5 / (1 / sqrt(3)) = 8.66, p = 2·P(T_2 > 8.66) = 1 − 8.66/sqrt(77) = 0.0131.
-    table1_runs(workdir, {("fedcurv", 50): [5, 6, 5], ("fedavg", 50): [9, 10, 11], ("fedprox", 50): [14, 16, 15],
-                          ("fedcurv", 10): [None], ("fedavg", 10): [7]})
+    table1_runs(
+        workdir,
+        {
+            ("fedcurv", 50): [5, 6, 5],
+            ("fedavg", 50): [9, 10, 11],
+            ("fedprox", 50): [14, 16, 15],
+            ("fedcurv", 10): [None],
+            ("fedavg", 10): [7],
+        },
+    )
     write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=0, seconds=2.0)
-    write_run(workdir, "my_idea", {"name": "fedavg"}, 3, paper=None, seed=1, seconds=3.0,
-              status="diverged", accuracy=[0.6, float("nan")], final_accuracy=0.6)
+    write_run(
+        workdir,
+        "my_idea",
+        {"name": "fedavg"},
+        3,
+        paper=None,
+        seed=1,
+        seconds=3.0,
+        status="diverged",
+        accuracy=[0.6, float("nan")],
+        final_accuracy=0.6,
+    )
     runs = {key: [0, 1, 2] for key in TABLE1_KEYS.values()}
     runs.update({"fedcurv_e10_fedcurv": [0], "fedcurv_e10_fedavg": [0], "my_idea": [0, 1]})
     write_grid(workdir, runs)
-    report_main.main()
+    report_main.main([])
 
     ledger = json.loads((workdir / "reports" / "claims.json").read_text())
     assert ledger["claims"]["fedcurv"] == {
@@ -446,28 +541,47 @@ def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
         "fedcurv-e10-90-faster-than-fedprox": "not run",
         "fedcurv-e10-90-faster-than-fedavg": "inconclusive",
         "gain-larger-at-e50": "inconclusive",
+        "fedprox-stiffness-costs-accuracy": "not run",  # needs fedcurv_e10_fedprox too
     }
     # Importance From Agent's, TCE's and FedWAvg's claims are all "not run": none of their runs is in this grid.
     not_run = sum(len(ledger["claims"][paper]) for paper in ("importance", "tce", "fedwavg"))
     for paper in ("importance", "tce", "fedwavg"):
         assert set(ledger["claims"][paper].values()) == {"not run"} and ledger["claims"][paper], paper
-    assert (ledger["held"], ledger["failed"], ledger["inconclusive"], ledger["not_run"]) == (1, 1, 4, 1 + not_run)
+    assert (
+        ledger["held"],
+        ledger["failed"],
+        ledger["reading_dependent"],
+        ledger["inconclusive"],
+        ledger["not_run"],
+    ) == (1, 1, 0, 4, 2 + not_run)
 
     claims_md = (workdir / "reports" / "claims.md").read_text()
-    assert f"Totals: 1 held, 1 failed, 4 inconclusive, {1 + not_run} not run" in claims_md
+    assert (
+        f": 1 held, 1 failed, 0 reading-dependent, 4 inconclusive, {2 + not_run} not run; decided 2 of 6" in claims_md
+    )
     from pipeline.report.seeds import RULE
 
     assert claims_md.count("Welch") >= 1 and claims_md.count(RULE) == 1  # the rule, stated once
-    assert ("| fedcurv | At E = 50, FedCurv reaches 90 % in fewer rounds than FedAvg | 9 vs 30 | 3 vs 3 | paired t | "
-            "**held** |" in claims_md)
+    (curv_row,) = [
+        line
+        for line in claims_md.splitlines()
+        if line.startswith("| fedcurv | At E = 50, FedCurv reaches 90 % in fewer rounds than FedAvg |")
+    ]
+    assert "| 9 vs 30 | 3 vs 3 | paired t | **held** |" in curv_row
+    # The readings column: FedAvg − FedCurv per seed 4, 4, 6 rounds on FC and MM alike: mean 14/3, sd 2/sqrt(3),
+    # t = (14/3) / ((2/sqrt(3)) / sqrt(3)) = 7, p = 1 − 7/sqrt(51) = 0.0198.
+    assert "R1 FC(0.90) ★: held (p = 0.0198); R2 MM(0.90): held (p = 0.0198)" in curv_row
     assert "| 1 vs 1 | — | **inconclusive** |" in claims_md
     from scipy.stats import t as student_t
 
     t = 5 / (1 / math.sqrt(3))
     expected_p = 2 * student_t.sf(t, 2)
     assert expected_p == pytest.approx(1 - t / math.sqrt(t * t + 2)) and expected_p == pytest.approx(0.0131, abs=1e-4)
-    (fedprox_row,) = [line for line in claims_md.splitlines()
-                      if line.startswith("| fedcurv | At E = 50, FedProx reaches 90 % in fewer rounds than FedAvg |")]
+    (fedprox_row,) = [
+        line
+        for line in claims_md.splitlines()
+        if line.startswith("| fedcurv | At E = 50, FedProx reaches 90 % in fewer rounds than FedAvg |")
+    ]
     assert "| 3 vs 3 | paired t | **failed** |" in fedprox_row
     assert "paired t-test over 3 seeds: p = 0.0131" in fedprox_row
 
@@ -477,8 +591,10 @@ def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
     assert "| fedcurv_e50_fedcurv | fedcurv | 3 (0, 1, 2) | ok | 0.9000 ± 0.0000 (n=3) |" in index
     assert "| fedcurv_e10_fedcurv | fedcurv | 1 (0) | ok | 0.9000 (n=1) |" in index
     # A researcher's own run: no paper, listed like any other; a diverged seed makes its accuracy NC.
-    assert "| my_idea | — | 2 (0, 1) | 1 of 2 diverged | NC (1 of 2 diverged) | NC (1 of 2 diverged) | 2–3 | 5.0 |" \
+    assert (
+        "| my_idea | — | 2 (0, 1) | 1 of 2 diverged | NC (1 of 2 diverged) | NC (1 of 2 diverged) | 2–3 | 5.0 |"
         in index
+    )
     assert "0.6000" not in index  # the diverged seed's last accuracy is never shown as its final accuracy
     assert "fedcurv_e10_fedprox" not in index.split("## Runs")[1]  # never run: no row
     seeds_part = index.split("## Seeds")[1].split("## Runs")[0]
@@ -505,3 +621,35 @@ def test_a_diverged_seed_is_marked_worst_only_where_its_divergence_explains_the_
     # Seed 1's 5-round moving mean reached 0.85 at round 5, before it diverged: that round stands.
     assert list(run.rounds_to_moving(0.85)) == [5, 5, None]
     assert run.rounds_to_moving(0.85).worst == (False, False, True)
+
+
+def test_the_ledger_headline_counts_raw_and_after_holm_by_hand():
+    """Four claims run (p = 0.01 held, 0.03 failed, 0.04 held, 0.2 inconclusive) and one not run. Holm by
+    hand over the four: 0.01·4 = 0.04, 0.03·3 = 0.09, max(0.04·2, 0.09) = 0.09, 0.2·1 = 0.2; at α = 0.05 only
+    the first keeps its verdict, the failed and the second held become inconclusive."""
+    from types import SimpleNamespace
+
+    from pipeline.report.readings import ledger_holm
+
+    claims = [
+        SimpleNamespace(id=i, status=s, p=p)
+        for i, s, p in (
+            ("a", "held", 0.01),
+            ("b", "failed", 0.03),
+            ("c", "held", 0.04),
+            ("d", "inconclusive", 0.2),
+            ("e", "not run", None),
+        )
+    ]
+    corrected = ledger_holm(claims)
+    assert {i: (round(p, 6), s) for i, (p, s) in corrected.items()} == {
+        "a": (0.04, "held"),
+        "b": (0.09, "inconclusive"),
+        "c": (0.09, "inconclusive"),
+        "d": (0.2, "inconclusive"),
+    }
+    assert report_main.totals_line(claims, corrected) == (
+        "**Totals (5 claims, 4 run in this profile)**: 2 held, 1 failed, 0 reading-dependent, 1 inconclusive, "
+        "1 not run; decided 3 of 4 (75%). **After Holm across the ledger** (α = 0.05 over the 4 claims with a "
+        "p-value): 1 held, 0 failed, 0 reading-dependent, 3 inconclusive, 1 not run; decided 1 of 4."
+    )
