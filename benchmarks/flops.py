@@ -4,6 +4,7 @@ The models' FLOPs are counted by pipeline/cost.py's `training_flops_per_sample` 
 the Linear and Conv2d layers, a training step as 3 forward passes), the counter `python -m pipeline.plan`
 estimates a run's cost with, so that a benchmark's rate and a plan's estimate count the same work.
 """
+
 from __future__ import annotations
 
 import time
@@ -29,5 +30,5 @@ def matmul_rate(size: int, repeats: int, device: torch.device) -> dict:
         torch.mm(a, b)
         synchronize(device)
         best = min(best, time.perf_counter() - start)
-    flops = 2 * size ** 3
+    flops = 2 * size**3
     return {"size": size, "repeats": repeats, "seconds_best": best, "flops_per_second": flops / best}

@@ -16,6 +16,7 @@ and has them load their data, is the warm-up; a timed turn of n rounds takes fro
 first round to the end of its last, divided by n. Flower samples its cohorts with its own generator;
 all clients are the same size, so every cohort is the same amount of work.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,28 +54,66 @@ def describe(device: torch.device) -> dict:
         flwr_version = version("flwr")
     except PackageNotFoundError:
         flwr_version = None
-    return {"flwr": flwr_version, "api": "flwr.simulation.run_simulation + flwr.server.strategy.FedAvg",
-            "client_resources": backend_config(device)["client_resources"],
-            "round_time": "configure_fit to the end of aggregate_fit, stamped by the strategy; round 1 (Ray and "
-                          "actor start-up) discarded"}
+    return {
+        "flwr": flwr_version,
+        "api": "flwr.simulation.run_simulation + flwr.server.strategy.FedAvg",
+        "client_resources": backend_config(device)["client_resources"],
+        "round_time": "configure_fit to the end of aggregate_fit, stamped by the strategy; round 1 (Ray and "
+        "actor start-up) discarded",
+    }
 
 
 def backend_config(device: torch.device) -> dict:
     resources = {"num_cpus": 2, "num_gpus": 0.25 if device.type == "cuda" else 0.0}
     # Quiet: Ray logs errors only and keeps the actors' output in its own log files.
-    return {"client_resources": resources,
-            "init_args": {"logging_level": "ERROR", "log_to_driver": False, "include_dashboard": False}}
+    return {
+        "client_resources": resources,
+        "init_args": {"logging_level": "ERROR", "log_to_driver": False, "include_dashboard": False},
+    }
 
 
-def write_payload(folder: Path, model_name: str, image_shape, classes: int, seed: int, data: ClientData,
-                  settings: dict, device: torch.device) -> str:
+def write_payload(
+    folder: Path,
+    model_name: str,
+    image_shape,
+    classes: int,
+    seed: int,
+    data: ClientData,
+    settings: dict,
+    device: torch.device,
+) -> str:
     """What the actors load once: the uint8 images, every client's indices and the local settings."""
     path = folder / "payload.pt"
-    torch.save({"x": data.x.cpu(), "y": data.y.cpu(), "clients": [c.cpu() for c in data.clients],
-                "mean": data.mean.cpu(), "std": data.std.cpu(), "device": device.type,
-                "settings": {"model": model_name, "image_shape": tuple(image_shape), "classes": classes, "seed": seed,
-                             **{key: settings[key] for key in ("local_epochs", "batch_size", "lr", "optimizer",
-                                                              "momentum", "weight_decay", "loss", "norm")}}}, path)
+    torch.save(
+        {
+            "x": data.x.cpu(),
+            "y": data.y.cpu(),
+            "clients": [c.cpu() for c in data.clients],
+            "mean": data.mean.cpu(),
+            "std": data.std.cpu(),
+            "device": device.type,
+            "settings": {
+                "model": model_name,
+                "image_shape": tuple(image_shape),
+                "classes": classes,
+                "seed": seed,
+                **{
+                    key: settings[key]
+                    for key in (
+                        "local_epochs",
+                        "batch_size",
+                        "lr",
+                        "optimizer",
+                        "momentum",
+                        "weight_decay",
+                        "loss",
+                        "norm",
+                    )
+                },
+            },
+        },
+        path,
+    )
     return str(path)
 
 
@@ -88,15 +127,32 @@ def quiet_flower() -> None:
 class FlowerSession:
     """One simulation of `total_rounds` rounds, run a turn of rounds at a time."""
 
-    def __init__(self, path: str, initial, num_clients: int, client_fraction: float, total_rounds: int,
-                 expected_clients: int, device: torch.device):
+    def __init__(
+        self,
+        path: str,
+        initial,
+        num_clients: int,
+        client_fraction: float,
+        total_rounds: int,
+        expected_clients: int,
+        device: torch.device,
+    ):
         from benchmarks import flower_app
 
         quiet_flower()
         self.permits, self.finished, self.aborted = threading.Semaphore(0), queue.Queue(), threading.Event()
         self.expected_clients, self.rounds_left, self.error = expected_clients, total_rounds, None
-        args = (path, initial, num_clients, client_fraction, total_rounds, backend_config(device), self.permits,
-                self.finished, self.aborted)
+        args = (
+            path,
+            initial,
+            num_clients,
+            client_fraction,
+            total_rounds,
+            backend_config(device),
+            self.permits,
+            self.finished,
+            self.aborted,
+        )
         self.thread = threading.Thread(target=self.simulate, args=(flower_app.simulate, args), daemon=True)
         self.thread.start()
 
@@ -121,9 +177,11 @@ class FlowerSession:
         for stamp in stamps:
             if stamp["failures"] or stamp["results"] != self.expected_clients:
                 self.close()
-                raise RuntimeError(f"Flower round {stamp['round']}: {stamp['results']} results and {stamp['failures']} "
-                                   f"failures, expected {self.expected_clients} results (the clients' errors are in "
-                                   "Ray's logs under /tmp/ray/session_latest/logs)")
+                raise RuntimeError(
+                    f"Flower round {stamp['round']}: {stamp['results']} results and {stamp['failures']} "
+                    f"failures, expected {self.expected_clients} results (the clients' errors are in "
+                    "Ray's logs under /tmp/ray/session_latest/logs)"
+                )
         self.rounds_left -= count
         if self.rounds_left == 0:
             self.thread.join()
@@ -138,8 +196,17 @@ class FlowerSession:
             self.thread.join(timeout=60)
 
 
-def flower_rounds(model, model_name: str, image_shape, classes: int, seed: int, data: ClientData, settings: dict,
-                  device: torch.device, total_rounds: int):
+def flower_rounds(
+    model,
+    model_name: str,
+    image_shape,
+    classes: int,
+    seed: int,
+    data: ClientData,
+    settings: dict,
+    device: torch.device,
+    total_rounds: int,
+):
     """(time_rounds(first_round, count), close()) for the benchmark: the calls of `time_rounds` must add
     up to `total_rounds` rounds, the first (the warm-up) starting the simulation; `close` ends it early."""
     folder = tempfile.TemporaryDirectory(prefix="fedforget-flower-")
@@ -150,12 +217,16 @@ def flower_rounds(model, model_name: str, image_shape, classes: int, seed: int, 
 
     def time_rounds(first_round: int, count: int) -> float:
         if not session:
-            session.append(FlowerSession(path, initial, len(data.clients), settings["client_fraction"],
-                                         total_rounds, expected, device))
+            session.append(
+                FlowerSession(
+                    path, initial, len(data.clients), settings["client_fraction"], total_rounds, expected, device
+                )
+            )
         return session[0].turn(count)
 
     def close() -> None:
         for running in session:
             running.close()
         folder.cleanup()
+
     return time_rounds, close

@@ -1,4 +1,4 @@
-"""What is reproducible bit for bit on a GPU, measured: three rounds of tests/round_driver.py (six clients
+"""What is reproducible bit for bit on a GPU, measured: three rounds of tests/support/round_driver.py (six clients
 of 3-14 samples, Adam, the synthetic 8x8 data of the tests) per model, run in fresh processes and
 compared tensor by tensor.
 
@@ -12,6 +12,7 @@ says otherwise:
 Each comparison gives whether every tensor of the final server state is equal and the largest absolute
 difference. Writes <out>/reproducibility.json and .md; `scripts/gpu-check.sh` runs it after the tests.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,21 +27,41 @@ import torch
 
 from pipeline import distributed
 from pipeline.io import write_json, write_text
+from pipeline.options import DETERMINISTIC, DIST_BACKEND
 
 REPO = Path(__file__).resolve().parents[1]
-DRIVER = REPO / "tests" / "round_driver.py"
+DRIVER = REPO / "tests" / "support" / "round_driver.py"
 # A BatchNorm CNN (cuDNN's convolutions and BatchNorm), the dropout-free FedAvg CNN and the MLP; FedAvg and
 # SCAFFOLD (its control variates add a second state that must agree too).
 CASES = [("cnn_fedavg_bn", "fedavg"), ("cnn_fedavg", "scaffold"), ("mlp_200", "fedavg")]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
 
 
-def run_driver(out: Path, model: str, algorithm: str, path: str, deterministic: bool,
-               launcher: list[str] | None = None) -> dict:
-    env = {**os.environ, distributed.DETERMINISTIC_VARIABLE: "1" if deterministic else "0",
-           distributed.BACKEND_VARIABLE: "gloo", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
-    command = [*(launcher or [sys.executable]), str(DRIVER), str(out), "--device", "cuda", "--rounds", "3",
-               "--model", model, "--algorithm", algorithm, "--path", path]
+def run_driver(
+    out: Path, model: str, algorithm: str, path: str, deterministic: bool, launcher: list[str] | None = None
+) -> dict:
+    # the driver reads them once (pipeline.options.RuntimeOptions) and passes them down
+    env = {
+        **os.environ,
+        DETERMINISTIC: "1" if deterministic else "0",
+        DIST_BACKEND: "gloo",
+        "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+    }
+    command = [
+        *(launcher or [sys.executable]),
+        str(DRIVER),
+        str(out),
+        "--device",
+        "cuda",
+        "--rounds",
+        "3",
+        "--model",
+        model,
+        "--algorithm",
+        algorithm,
+        "--path",
+        path,
+    ]
     subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True, text=True, timeout=300)
     return torch.load(out, weights_only=False)
 
@@ -55,8 +76,11 @@ def leaves(tree, prefix: str = "") -> dict:
 
 def compare(left: dict, right: dict) -> dict:
     a, b = leaves(left), leaves(right)
-    differences = [float((a[k].double() - b[k].double()).abs().max()) if a[k].numel() else 0.0
-                   for k in a if a[k].is_floating_point()]
+    differences = [
+        float((a[k].double() - b[k].double()).abs().max()) if a[k].numel() else 0.0
+        for k in a
+        if a[k].is_floating_point()
+    ]
     equal = a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     return {"bitwise_equal": equal, "max_abs_difference": max(differences, default=0.0)}
 
@@ -72,26 +96,33 @@ def measure_case(model: str, algorithm: str, folder: Path) -> dict:
     return {
         "path": path,
         "same run twice, deterministic kernels": compare(first, run("b", path=path, deterministic=True)),
-        "same run twice, default kernels": compare(run("c", path=path, deterministic=False),
-                                                   run("d", path=path, deterministic=False)),
+        "same run twice, default kernels": compare(
+            run("c", path=path, deterministic=False), run("d", path=path, deterministic=False)
+        ),
         f"{path} vs {other} path": compare(first, run("e", path=other, deterministic=True)),
-        "1 vs 2 processes (gloo, one GPU)": compare(first, run("f", path=path, deterministic=True,
-                                                               launcher=TORCHRUN)),
+        "1 vs 2 processes (gloo, one GPU)": compare(first, run("f", path=path, deterministic=True, launcher=TORCHRUN)),
     }
 
 
 def markdown(summary: dict) -> str:
     device = summary["device"]
-    lines = [f"# Reproducibility on {device['name']}", "",
-             f"{summary['date']}; torch {device['torch']}, CUDA {device.get('cuda')}, cuDNN {device.get('cudnn')}; "
-             "three rounds of tests/round_driver.py per case, compared tensor by tensor.", "",
-             "| model, algorithm | comparison | bit for bit | largest difference |", "|---|---|---|---|"]
+    lines = [
+        f"# Reproducibility on {device['name']}",
+        "",
+        f"{summary['date']}; torch {device['torch']}, CUDA {device.get('cuda')}, cuDNN {device.get('cudnn')}; "
+        "three rounds of tests/support/round_driver.py per case, compared tensor by tensor.",
+        "",
+        "| model, algorithm | comparison | bit for bit | largest difference |",
+        "|---|---|---|---|",
+    ]
     for case, results in summary["cases"].items():
         for name, result in results.items():
             if name == "path":
                 continue
-            lines.append(f"| {case} ({results['path']} path) | {name} | "
-                         f"{'yes' if result['bitwise_equal'] else 'no'} | {result['max_abs_difference']:.3g} |")
+            lines.append(
+                f"| {case} ({results['path']} path) | {name} | "
+                f"{'yes' if result['bitwise_equal'] else 'no'} | {result['max_abs_difference']:.3g} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -104,8 +135,11 @@ def main(argv=None) -> None:
         sys.exit(2)
     with tempfile.TemporaryDirectory() as tmp:
         cases = {f"{model}, {algorithm}": measure_case(model, algorithm, Path(tmp)) for model, algorithm in CASES}
-    summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "device": distributed.describe_device(torch.device("cuda")), "cases": cases}
+    summary = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": distributed.describe_device(torch.device("cuda")),
+        "cases": cases,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "reproducibility.json", summary)
     write_text(args.out / "reproducibility.md", markdown(summary))

@@ -10,6 +10,7 @@
 
 Both take the engine's cohorts (`sample_cohort`), so every implementation trains the same clients.
 """
+
 from __future__ import annotations
 
 import copy
@@ -25,8 +26,12 @@ from pipeline.clientdata import ClientData, sample_cohort
 def client_optimizer(model, settings: dict) -> torch.optim.Optimizer:
     if settings.get("optimizer", "sgd") == "adam":
         return torch.optim.Adam(model.parameters(), lr=settings["lr"], weight_decay=settings.get("weight_decay", 0.0))
-    return torch.optim.SGD(model.parameters(), lr=settings["lr"], momentum=settings.get("momentum", 0.0),
-                           weight_decay=settings.get("weight_decay", 0.0))
+    return torch.optim.SGD(
+        model.parameters(),
+        lr=settings["lr"],
+        momentum=settings.get("momentum", 0.0),
+        weight_decay=settings.get("weight_decay", 0.0),
+    )
 
 
 def local_training(model, epoch_batches, settings: dict, keep: torch.Tensor | None = None) -> None:
@@ -92,6 +97,7 @@ def tensor_loop(model, data: ClientData, settings: dict):
     def one_round(round_: int) -> None:
         cohort = sample_cohort(len(sizes), settings["client_fraction"], settings["seed"], round_)
         fedavg_round(model, cohort, sizes, train_client)
+
     return one_round
 
 
@@ -109,11 +115,11 @@ class TransformedImages(Dataset):
 
 
 def client_datasets(data: ClientData) -> list[TransformedImages]:
-    normalize = transforms.Compose([transforms.ToTensor(),
-                                    transforms.Normalize(data.mean.tolist(), data.std.tolist())])
+    normalize = transforms.Compose([transforms.ToTensor(), transforms.Normalize(data.mean.tolist(), data.std.tolist())])
     images, labels = data.x.cpu().numpy(), data.y.cpu().numpy()
-    return [TransformedImages(images[index.cpu().numpy()], labels[index.cpu().numpy()], normalize)
-            for index in data.clients]
+    return [
+        TransformedImages(images[index.cpu().numpy()], labels[index.cpu().numpy()], normalize) for index in data.clients
+    ]
 
 
 def dataloader_loop(model, data: ClientData, settings: dict, device: torch.device):
@@ -129,4 +135,5 @@ def dataloader_loop(model, data: ClientData, settings: dict, device: torch.devic
     def one_round(round_: int) -> None:
         cohort = sample_cohort(len(sizes), settings["client_fraction"], settings["seed"], round_)
         fedavg_round(model, cohort, sizes, train_client)
+
     return one_round

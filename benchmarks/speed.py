@@ -31,6 +31,7 @@ start-up when flwr is installed (so Flower runs on workload 1 only); the full be
 another job on one of the cores, every parallel op of torch's thread pool waits for a scheduler slice
 and small rounds became up to 20x slower.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,20 +51,31 @@ import torch
 
 from benchmarks import flower_sim, loops, report
 from benchmarks.flops import matmul_rate, synchronize
-from benchmarks.workloads import (PAPER, SEED, TINY_CLASSES, TINY_CLIENTS, TINY_SHAPE, TINY_SHARD, Workload,
-                                  client_data, default_data_path, load_images, synthetic_images, workloads_for)
+from benchmarks.workloads import (
+    PAPER,
+    SEED,
+    TINY_CLASSES,
+    TINY_CLIENTS,
+    TINY_SHAPE,
+    TINY_SHARD,
+    Workload,
+    client_data,
+    default_data_path,
+    load_images,
+    synthetic_images,
+    workloads_for,
+)
 from pipeline import distributed
 from pipeline.algorithms import get_algorithm, names, resolve_hyperparams
 from pipeline.clientdata import ClientData, sample_cohort
 from pipeline.cohort import prefer_vectorized, tune_allocator
 from pipeline.cost import training_flops_per_sample
-from pipeline.rounds import initial_state, run_round
-
-from pipeline.settings import RUN_DEFAULTS, RoundSettings, build
 from pipeline.errors import UserError, exit_on_user_error
-from pipeline.io import write_json, write_text
 from pipeline.inputs import dataset_spec
+from pipeline.io import write_json, write_text
 from pipeline.models import build_model
+from pipeline.rounds import initial_state, run_round
+from pipeline.settings import RUN_DEFAULTS, RoundSettings, build
 
 MATMUL = {"paper": (2048, 5), "tiny": (256, 3)}  # (size, repeats)
 
@@ -78,11 +90,21 @@ class Implementation:
 
 # ---------------------------------------------------------------- implementations
 
+
 def engine_settings(workload: Workload) -> dict:
-    return {**RUN_DEFAULTS, "seed": SEED, "client_fraction": workload.client_fraction, "lr": workload.lr, "momentum": 0.0,
-            "weight_decay": workload.weight_decay, "local_epochs": workload.local_epochs,
-            "batch_size": workload.batch_size, "optimizer": workload.optimizer, "loss": workload.loss,
-            "norm": workload.norm}
+    return {
+        **RUN_DEFAULTS,
+        "seed": SEED,
+        "client_fraction": workload.client_fraction,
+        "lr": workload.lr,
+        "momentum": 0.0,
+        "weight_decay": workload.weight_decay,
+        "local_epochs": workload.local_epochs,
+        "batch_size": workload.batch_size,
+        "optimizer": workload.optimizer,
+        "loss": workload.loss,
+        "norm": workload.norm,
+    }
 
 
 def engine_rounds(model, algorithm_name: str, hp: dict, data: ClientData, settings: dict, vectorized: bool):
@@ -96,6 +118,7 @@ def engine_rounds(model, algorithm_name: str, hp: dict, data: ClientData, settin
         result = run_round(model, algorithm, hp, state["now"], data, round_settings, round_, vectorized=vectorized)
         if not result.diverged:  # a diverged round keeps the old state (its time still counts)
             state["now"] = result.state
+
     return one_round
 
 
@@ -107,11 +130,19 @@ def timed(one_round: Callable[[int], None], device: torch.device) -> Callable[[i
             one_round(round_)
         synchronize(device)
         return (time.perf_counter() - start) / count
+
     return time_rounds
 
 
-def comparison_implementations(workload: Workload, data: ClientData, image_shape, classes: int, device: torch.device,
-                               flower_skip: str | None, repeats: int) -> dict[str, Implementation]:
+def comparison_implementations(
+    workload: Workload,
+    data: ClientData,
+    image_shape,
+    classes: int,
+    device: torch.device,
+    flower_skip: str | None,
+    repeats: int,
+) -> dict[str, Implementation]:
     """(a)-(e) on FedAvg, each with its own fresh copy of the same initial model."""
     settings = engine_settings(workload)
 
@@ -119,28 +150,39 @@ def comparison_implementations(workload: Workload, data: ClientData, image_shape
         return build_model(workload.model, image_shape, classes, SEED, workload.norm).to(device)
 
     auto = prefer_vectorized(model(), device)
-    impls = {"engine_auto": Implementation(f"(a) engine, auto ({'vmap' if auto else 'sequential'})",
-                                           timed(engine_rounds(model(), "fedavg", {}, data, settings, auto), device))}
+    impls = {
+        "engine_auto": Implementation(
+            f"(a) engine, auto ({'vmap' if auto else 'sequential'})",
+            timed(engine_rounds(model(), "fedavg", {}, data, settings, auto), device),
+        )
+    }
     if not auto:
-        impls["engine_vmap"] = Implementation("(a') engine, vmap forced",
-                                              timed(engine_rounds(model(), "fedavg", {}, data, settings, True), device))
+        impls["engine_vmap"] = Implementation(
+            "(a') engine, vmap forced", timed(engine_rounds(model(), "fedavg", {}, data, settings, True), device)
+        )
     impls["engine_sequential"] = Implementation(
-        "(b) engine, sequential reference", timed(engine_rounds(model(), "fedavg", {}, data, settings, False), device))
-    impls["loop_tensors"] = Implementation("(c) careful loop, in-memory tensors",
-                                           timed(loops.tensor_loop(model(), data, settings), device))
-    impls["loop_dataloader"] = Implementation("(d) loop, DataLoader + per-sample transforms",
-                                              timed(loops.dataloader_loop(model(), data, settings, device), device))
+        "(b) engine, sequential reference", timed(engine_rounds(model(), "fedavg", {}, data, settings, False), device)
+    )
+    impls["loop_tensors"] = Implementation(
+        "(c) careful loop, in-memory tensors", timed(loops.tensor_loop(model(), data, settings), device)
+    )
+    impls["loop_dataloader"] = Implementation(
+        "(d) loop, DataLoader + per-sample transforms",
+        timed(loops.dataloader_loop(model(), data, settings, device), device),
+    )
     if flower_skip:
         impls["flower"] = Implementation("(e) Flower simulation (Ray)", None, skipped=flower_skip)
     else:
-        time_rounds, close = flower_sim.flower_rounds(model(), workload.model, image_shape, classes, SEED, data,
-                                                      settings, device, 1 + repeats * workload.rounds)
+        time_rounds, close = flower_sim.flower_rounds(
+            model(), workload.model, image_shape, classes, SEED, data, settings, device, 1 + repeats * workload.rounds
+        )
         impls["flower"] = Implementation("(e) Flower simulation (Ray)", time_rounds, close=close)
     return impls
 
 
-def algorithm_implementations(workload: Workload, data: ClientData, image_shape, classes: int,
-                              device: torch.device) -> dict[str, Implementation]:
+def algorithm_implementations(
+    workload: Workload, data: ClientData, image_shape, classes: int, device: torch.device
+) -> dict[str, Implementation]:
     """The workload's algorithms (all registered ones when it names none, and then FedAvg with TCE's
     truncated loss too, as "tce") on the engine's auto path, FedAvg first: it is the baseline."""
     every = not workload.algorithms
@@ -159,6 +201,7 @@ def algorithm_implementations(workload: Workload, data: ClientData, image_shape,
 
 
 # ---------------------------------------------------------------- measuring
+
 
 def measure(impls: dict[str, Implementation], repeats: int, rounds: int, name: str) -> dict[str, list[float]]:
     """Seconds per round of every runnable implementation, `repeats` times, in rotating alternation."""
@@ -179,8 +222,9 @@ PROFILE_TOP = 6
 
 def profiled_keys(impls: dict[str, Implementation], compares_algorithms: bool) -> list[str]:
     """The engine's implementations (the ones a missed target is about); the other loops are not ours."""
-    return [key for key, impl in impls.items() if impl.skipped is None
-            and (compares_algorithms or key.startswith("engine"))]
+    return [
+        key for key, impl in impls.items() if impl.skipped is None and (compares_algorithms or key.startswith("engine"))
+    ]
 
 
 def profile_round(impl: Implementation, round_: int) -> dict:
@@ -193,8 +237,13 @@ def profile_round(impl: Implementation, round_: int) -> dict:
     profiler.disable()
     wall = time.perf_counter() - start
     rows = sorted(pstats.Stats(profiler).stats.items(), key=lambda item: -item[1][2])[:PROFILE_TOP]
-    return {"seconds": wall, "top": [{"function": function_label(where), "calls": counts[1], "seconds": counts[2],
-                                      "share": counts[2] / wall} for where, counts in rows]}
+    return {
+        "seconds": wall,
+        "top": [
+            {"function": function_label(where), "calls": counts[1], "seconds": counts[2], "share": counts[2] / wall}
+            for where, counts in rows
+        ],
+    }
 
 
 def function_label(where: tuple) -> str:
@@ -210,8 +259,14 @@ def function_label(where: tuple) -> str:
     return f"{path}:{line}({name})"
 
 
-def summarise(impls: dict[str, Implementation], times: dict[str, list[float]], baseline: str,
-              flops_per_round: int, matmul_flops: float, full_round_scale: float | None) -> dict:
+def summarise(
+    impls: dict[str, Implementation],
+    times: dict[str, list[float]],
+    baseline: str,
+    flops_per_round: int,
+    matmul_flops: float,
+    full_round_scale: float | None,
+) -> dict:
     base = statistics.median(times[baseline])
     out = {}
     for key, impl in impls.items():
@@ -219,18 +274,33 @@ def summarise(impls: dict[str, Implementation], times: dict[str, list[float]], b
             out[key] = {"label": impl.label, "skipped": impl.skipped}
             continue
         seconds = statistics.median(times[key])
-        entry = {"label": impl.label, "seconds_per_round": seconds, "seconds_per_round_repeats": times[key],
-                 "rounds_per_second": 1.0 / seconds, "time_over_baseline": seconds / base,
-                 "rate_over_baseline": base / seconds, "flops_per_second": flops_per_round / seconds,
-                 "fraction_of_matmul": flops_per_round / seconds / matmul_flops}
+        entry = {
+            "label": impl.label,
+            "seconds_per_round": seconds,
+            "seconds_per_round_repeats": times[key],
+            "rounds_per_second": 1.0 / seconds,
+            "time_over_baseline": seconds / base,
+            "rate_over_baseline": base / seconds,
+            "flops_per_second": flops_per_round / seconds,
+            "fraction_of_matmul": flops_per_round / seconds / matmul_flops,
+        }
         if full_round_scale is not None:
             entry["estimated_seconds_per_full_round"] = seconds * full_round_scale
         out[key] = entry
     return out
 
 
-def run_workload(workload: Workload, x, y, image_shape, classes: int, device: torch.device, repeats: int,
-                 flower_skip: str | None, matmul_flops: float) -> dict:
+def run_workload(
+    workload: Workload,
+    x,
+    y,
+    image_shape,
+    classes: int,
+    device: torch.device,
+    repeats: int,
+    flower_skip: str | None,
+    matmul_flops: float,
+) -> dict:
     data = client_data(x, y, workload, device, classes)
     if workload.algorithms is None:
         impls = comparison_implementations(workload, data, image_shape, classes, device, flower_skip, repeats)
@@ -240,8 +310,9 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
         baseline = next(iter(impls))
     cohort = sample_cohort(len(data.clients), workload.client_fraction, SEED, 1)
     samples = workload.local_epochs * sum(len(data.clients[k]) for k in cohort)
-    per_sample = training_flops_per_sample(build_model(workload.model, image_shape, classes, SEED, workload.norm),
-                                           image_shape)
+    per_sample = training_flops_per_sample(
+        build_model(workload.model, image_shape, classes, SEED, workload.norm), image_shape
+    )
     # A reduced workload's time scaled to its whole round (the work grows with the samples trained on).
     full_clients = max(1, round(workload.client_fraction * workload.clients))
     full_samples = workload.local_epochs * full_clients * 2 * workload.shard_size  # (reduced workloads use shards)
@@ -249,18 +320,30 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
     try:
         times = measure(impls, repeats, workload.rounds, f"workload {workload.number}")
         after = 1 + repeats * workload.rounds
-        profiles = {key: profile_round(impls[key], after) for key in profiled_keys(impls, workload.algorithms is not None)}
+        profiles = {
+            key: profile_round(impls[key], after) for key in profiled_keys(impls, workload.algorithms is not None)
+        }
     finally:
         for impl in impls.values():
             if impl.close:
                 impl.close()
     return {
-        "title": workload.title, "model": workload.model, "clients": workload.clients,
-        "shard_size": workload.shard_size, "client_fraction": workload.client_fraction,
-        "local_epochs": workload.local_epochs, "batch_size": workload.batch_size, "lr": workload.lr,
-        "reduction": workload.reduction(), "full_round_scale": scale,
-        "rounds_per_repeat": workload.rounds, "repeats": repeats, "clients_per_round": len(cohort),
-        "samples_per_round": samples, "flops_per_sample_step": per_sample, "flops_per_round": samples * per_sample,
+        "title": workload.title,
+        "model": workload.model,
+        "clients": workload.clients,
+        "shard_size": workload.shard_size,
+        "client_fraction": workload.client_fraction,
+        "local_epochs": workload.local_epochs,
+        "batch_size": workload.batch_size,
+        "lr": workload.lr,
+        "reduction": workload.reduction(),
+        "full_round_scale": scale,
+        "rounds_per_repeat": workload.rounds,
+        "repeats": repeats,
+        "clients_per_round": len(cohort),
+        "samples_per_round": samples,
+        "flops_per_sample_step": per_sample,
+        "flops_per_round": samples * per_sample,
         "baseline": baseline,
         "implementations": summarise(impls, times, baseline, samples * per_sample, matmul_flops, scale),
         "profiles": profiles,
@@ -269,11 +352,18 @@ def run_workload(workload: Workload, x, y, image_shape, classes: int, device: to
 
 # ---------------------------------------------------------------- command line
 
+
 def machine(device: torch.device) -> dict:
-    return {"cpu": distributed.cpu_model(), "logical_cores": os.cpu_count(), "torch": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "device": device.type,
-            "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else distributed.cpu_model(),
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "cpu": distributed.cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "device": device.type,
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else distributed.cpu_model(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 class Parser(argparse.ArgumentParser):
@@ -297,8 +387,10 @@ def parse_workloads(text: str) -> list[int]:
     allowed = {str(n) for n in PAPER}
     parts = [part.strip() for part in text.split(",")]
     if any(part not in allowed for part in parts):
-        raise UserError(f"--workloads: {text!r} is not allowed; expected a comma-separated subset of "
-                        f"{','.join(sorted(allowed, key=int))}")
+        raise UserError(
+            f"--workloads: {text!r} is not allowed; expected a comma-separated subset of "
+            f"{','.join(sorted(allowed, key=int))}"
+        )
     return sorted({int(part) for part in parts})
 
 
@@ -317,20 +409,36 @@ def parse_args(argv):
     parser.add_argument("--sizes", choices=("paper", "tiny"), help="paper: real MNIST (default); tiny: synthetic")
     parser.add_argument("--repeats", type=int, help="timed repeats per implementation (default 5; 2 with --quick)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--data", type=Path, help="prepared-format MNIST .npz (default data/prepared/mnist.npz, "
-                                                  "else $FEDFORGET_DATA_MIRROR/mnist.npz); unused with tiny sizes")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="prepared-format MNIST .npz (default data/prepared/mnist.npz, "
+        "else $FEDFORGET_DATA_MIRROR/mnist.npz); unused with tiny sizes",
+    )
     parser.add_argument("--no-flower", action="store_true", help="skip implementation (e)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    parser.add_argument("--suite", choices=("compare", "device"), default="compare",
-                        help="compare: workloads 1-8 against other implementations (above); device: images/s and "
-                             "peak memory of the GPU-scale models on both paths (benchmarks/device_suite.py)")
-    parser.add_argument("--device-workloads", help="with --suite device: a comma-separated subset of "
-                                                   "resnet18_gn,resnet18_bn,resnet_shallow_adam,densenet121,"
-                                                   "dropout_cnn,cnn_fedavg,mlp_200")
-    parser.add_argument("--levers", nargs="?", const="all", metavar="LEVERS",
-                        help="with --suite device: also time each workload's faster path under each speed lever "
-                             "(all, or a comma-separated subset of tf32_matmul,cudnn_benchmark,bf16_autocast,"
-                             "device_chunk; device_chunk on the vectorized path): speed only, not the runs' settings")
+    parser.add_argument(
+        "--suite",
+        choices=("compare", "device"),
+        default="compare",
+        help="compare: workloads 1-8 against other implementations (above); device: images/s and "
+        "peak memory of the GPU-scale models on both paths (benchmarks/device_suite.py)",
+    )
+    parser.add_argument(
+        "--device-workloads",
+        help="with --suite device: a comma-separated subset of "
+        "resnet18_gn,resnet18_bn,resnet_shallow_adam,densenet121,"
+        "dropout_cnn,cnn_fedavg,mlp_200",
+    )
+    parser.add_argument(
+        "--levers",
+        nargs="?",
+        const="all",
+        metavar="LEVERS",
+        help="with --suite device: also time each workload's faster path under each speed lever "
+        "(all, or a comma-separated subset of tf32_matmul,cudnn_benchmark,bf16_autocast,"
+        "device_chunk; device_chunk on the vectorized path): speed only, not the runs' settings",
+    )
     args = parser.parse_args(argv)
     args.sizes = args.sizes or ("tiny" if args.quick else "paper")
     args.repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
@@ -375,13 +483,20 @@ def main(argv=None) -> None:
             loaded[workload.dataset] = workload_data(workload.dataset, args)
         x, y, image_shape, classes, sources[workload.dataset] = loaded[workload.dataset]
         flower_skip = flower_skip_reason(args, number) if workload.algorithms is None else None
-        results[str(number)] = run_workload(workload, x, y, image_shape, classes, device, args.repeats,
-                                            flower_skip, matmul["flops_per_second"])
+        results[str(number)] = run_workload(
+            workload, x, y, image_shape, classes, device, args.repeats, flower_skip, matmul["flops_per_second"]
+        )
     data_name = "; ".join(f"{name}: {source}" for name, source in sources.items())
     summary = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(device), "sizes": args.sizes, "data": data_name, "repeats": args.repeats,
-        "matmul": matmul, "flops_note": report.FLOPS_NOTE, "flower": flower_sim.describe(device), "workloads": results,
+        "machine": machine(device),
+        "sizes": args.sizes,
+        "data": data_name,
+        "repeats": args.repeats,
+        "matmul": matmul,
+        "flops_note": report.FLOPS_NOTE,
+        "flower": flower_sim.describe(device),
+        "workloads": results,
     }
     summary["targets"] = report.targets(results)
     markdown = report.markdown(summary)

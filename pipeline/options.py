@@ -25,6 +25,7 @@ process, two-thread processes slowed down up to 30x (docs/performance.md). A see
 depend on how many workers train a run's seeds, and, with one thread each, not on the machine's core
 count either. No torch import here: `python -m pipeline.config --check` reads these without torch.
 """
+
 from __future__ import annotations
 
 import os
@@ -129,14 +130,21 @@ class RuntimeOptions:
             timeout = 1800.0
         mirror = folder(DATA_MIRROR, None)
         options = cls(
-            workers=whole(WORKERS, available_cpus()), threads=whole(THREADS, 1),
-            device=choice(DEVICE, DEVICES, None), deterministic=deterministic == "1",
-            chunk=choice(CHUNK, CHUNK_RULES, "mmap") or "mmap", compile=choice(COMPILE, COMPILE_MODES, "off") or "off",
-            foreach=choice(FOREACH, FOREACH_MODES, "off") or "off", torchrun=text(TORCHRUN),
-            dist_backend=choice(DIST_BACKEND, BACKENDS, None), dist_timeout=timeout,
+            workers=whole(WORKERS, available_cpus()),
+            threads=whole(THREADS, 1),
+            device=choice(DEVICE, DEVICES, None),
+            deterministic=deterministic == "1",
+            chunk=choice(CHUNK, CHUNK_RULES, "mmap") or "mmap",
+            compile=choice(COMPILE, COMPILE_MODES, "off") or "off",
+            foreach=choice(FOREACH, FOREACH_MODES, "off") or "off",
+            torchrun=text(TORCHRUN),
+            dist_backend=choice(DIST_BACKEND, BACKENDS, None),
+            dist_timeout=timeout,
             checkpoints=folder(CHECKPOINTS, ".checkpoints") or Path(".checkpoints"),
-            cache=folder(CACHE, ".cache") or Path(".cache"), data_mirror=mirror,
-            progress=not env.get("CI"))
+            cache=folder(CACHE, ".cache") or Path(".cache"),
+            data_mirror=mirror,
+            progress=not env.get("CI"),
+        )
         if problems:
             raise UserError("\n".join(problems))
         return options
@@ -144,5 +152,10 @@ class RuntimeOptions:
     def speed_record(self) -> dict:
         """What timing.json records of how a seed was trained (speed levers; on a GPU they may move the
         last bits, so a reader knows which numbers to expect bit for bit)."""
-        return {"workers": self.workers, "threads": self.threads, "chunk_rule": self.chunk,
-                "compile": self.compile, "foreach_optimizer": self.foreach}
+        return {
+            "workers": self.workers,
+            "threads": self.threads,
+            "chunk_rule": self.chunk,
+            "compile": self.compile,
+            "foreach_optimizer": self.foreach,
+        }

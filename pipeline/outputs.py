@@ -15,6 +15,7 @@ The curves and metrics are written here rather than through DVCLive, in its file
 DVCLive `Live` opens the DVC repository each time (0.4-0.6 s a seed here, measured) and the curves are
 written once, at the end, from the history, where DVCLive's value is logging while training runs.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,16 +35,24 @@ from pipeline.paths import MODELS_DIR, RUNS_DIR
 from pipeline.results import save_torch
 from pipeline.training import AGGREGATION_LOG_PREFIX, SeedResult
 
-CURVES = ("test_accuracy", "test_loss", "train_loss", "bytes_down", "bytes_up", "example_forgetting_events",
-          "test_set_accuracy")
+CURVES = (
+    "test_accuracy",
+    "test_loss",
+    "train_loss",
+    "bytes_down",
+    "bytes_up",
+    "example_forgetting_events",
+    "test_set_accuracy",
+)
 
 
 def run_dir(run: str, seed: int, runs_dir: Path = RUNS_DIR) -> Path:
     return runs_dir / run / f"seed{seed}"
 
 
-def summarize(targets: Sequence[float], history: list[dict], status: str,
-              final_test_accuracy: float | None = None) -> dict:
+def summarize(
+    targets: Sequence[float], history: list[dict], status: str, final_test_accuracy: float | None = None
+) -> dict:
     """The run's headline metrics, with the first round each of `targets` (accuracies) was reached.
     `final_test_accuracy`: the last model on the test set when the curves were evaluated on validation
     data (the TCE paper's Table 1 number)."""
@@ -76,11 +85,14 @@ def summarize(targets: Sequence[float], history: list[dict], status: str,
 def forgetting_summary(probes: dict) -> dict:
     """The probes' headline numbers, for `dvc metrics diff`: mean F_k per probed round, the worst
     client's accuracy under the global model at the last probe, and all forgettable examples counted."""
-    summary = {}
+    summary: dict = {}
     rounds = probes.get("rounds", {})
     if rounds:
-        summary["mean_local_forgetting"] = {f"round_{r}": round(float(torch.nanmean(torch.as_tensor(rec["F"]))), 6)
-                                            for r, rec in sorted(rounds.items()) if len(rec["clients"]) > 1}
+        summary["mean_local_forgetting"] = {
+            f"round_{r}": round(float(torch.nanmean(torch.as_tensor(rec["F"]))), 6)
+            for r, rec in sorted(rounds.items())
+            if len(rec["clients"]) > 1
+        }
         last = rounds[max(rounds)]["global_accuracy_spread"]
         summary["worst_client_accuracy"] = round(float(last["min"]), 6)
         summary["client_accuracy_sd"] = round(float(last["sd"]), 6)
@@ -107,9 +119,11 @@ def curves(history: list[dict], probes: dict) -> dict[str, list[tuple[int, objec
     for round_, record in sorted(probes.get("rounds", {}).items()):
         if len(record["clients"]) > 1:
             table.setdefault("forgetting/mean_local_forgetting", []).append(
-                (round_, float(torch.nanmean(torch.as_tensor(record["F"])))))
+                (round_, float(torch.nanmean(torch.as_tensor(record["F"]))))
+            )
         table.setdefault("forgetting/worst_client_accuracy", []).append(
-            (round_, float(record["global_accuracy_spread"]["min"])))
+            (round_, float(record["global_accuracy_spread"]["min"]))
+        )
     return table
 
 
@@ -130,11 +144,17 @@ def timing(result: SeedResult, speed: dict) -> dict:
     written again from a kept result are the same bytes."""
     seconds, probe_seconds = result.seconds, result.probe_seconds
     probed = [(s, p) for s, p in zip(seconds, probe_seconds) if p > 0]
-    return {"seconds_total": round(sum(seconds), 3), "seconds_per_round": [round(s, 4) for s in seconds],
-            "probe_seconds_total": round(sum(probe_seconds), 3),
-            "probe_fraction_of_probed_rounds": (round(sum(p for _, p in probed) / sum(s - p for s, p in probed), 4)
-                                                if probed else None),
-            "device": {**result.device, **speed}, "code": result.code, "commit": result.commit}
+    return {
+        "seconds_total": round(sum(seconds), 3),
+        "seconds_per_round": [round(s, 4) for s in seconds],
+        "probe_seconds_total": round(sum(probe_seconds), 3),
+        "probe_fraction_of_probed_rounds": (
+            round(sum(p for _, p in probed) / sum(s - p for s, p in probed), 4) if probed else None
+        ),
+        "device": {**result.device, **speed},
+        "code": result.code,
+        "commit": result.commit,
+    }
 
 
 def write_probes(folder: Path, key: str, probes: dict, figures: bool) -> None:
@@ -145,8 +165,9 @@ def write_probes(folder: Path, key: str, probes: dict, figures: bool) -> None:
     for round_, record in sorted(probes.get("rounds", {}).items()):
         probe_files.write_probe(folder / f"round_{round_}.json", {**record, "held_out": held_out})
         if figures:
-            probe_files.plot_forgetting_heatmaps(folder / f"round_{round_}.png", record,
-                                                 f"{key}: local client forgetting, round {round_}")
+            probe_files.plot_forgetting_heatmaps(
+                folder / f"round_{round_}.png", record, f"{key}: local client forgetting, round {round_}"
+            )
     counts = probes.get("forgettable", {})
     if counts:
         lines = ["round\tclient\tforgettable"]
@@ -155,33 +176,47 @@ def write_probes(folder: Path, key: str, probes: dict, figures: bool) -> None:
         if figures:
             rounds = sorted(counts)
             clients = sorted({c for per_client in counts.values() for c in per_client})
-            probe_files.plot_forgettable_curves(folder / "forgettable.png", rounds,
-                                                {c: [counts[r].get(c) for r in rounds] for c in clients},
-                                                f"{key}: forgettable examples per client")
+            probe_files.plot_forgettable_curves(
+                folder / "forgettable.png",
+                rounds,
+                {c: [counts[r].get(c) for r in rounds] for c in clients},
+                f"{key}: forgettable examples per client",
+            )
 
 
-def write_seed(result: SeedResult, speed: dict, figures: bool, runs_dir: Path = RUNS_DIR,
-               models_dir: Path = MODELS_DIR) -> dict:
+def write_seed(
+    result: SeedResult, speed: dict, figures: bool, runs_dir: Path = RUNS_DIR, models_dir: Path = MODELS_DIR
+) -> dict:
     """All of a seed's outputs from its result, swapped in whole; returns its headline metrics."""
     settings = result.settings
     out_dir = run_dir(settings.run, settings.seed, runs_dir)
     tmp_dir = out_dir.with_name(f".{out_dir.name}.tmp")
     shutil.rmtree(tmp_dir, ignore_errors=True)
-    summary = {**summarize(settings.schedule.targets, result.history, result.status, result.final_test_accuracy),
-               **forgetting_summary(result.probes)}
+    summary = {
+        **summarize(settings.schedule.targets, result.history, result.status, result.final_test_accuracy),
+        **forgetting_summary(result.probes),
+    }
     history = result.history
-    write_text(tmp_dir / "metrics.json",
-               json.dumps({**summary, "step": history[-1]["round"] if history else 0}, indent=4) + "\n")
-    for name, rows in curves(history, result.probes).items():
-        write_text(tmp_dir / "plots" / "metrics" / f"{name}.tsv", curve_text(name, rows))
-    write_json(tmp_dir / "settings.json", settings.record)
-    write_json(tmp_dir / "timing.json", timing(result, speed))
-    write_probes(tmp_dir / "forgetting", settings.key, result.probes, figures)
+    try:
+        write_text(
+            tmp_dir / "metrics.json",
+            json.dumps({**summary, "step": history[-1]["round"] if history else 0}, indent=4) + "\n",
+        )
+        for name, rows in curves(history, result.probes).items():
+            write_text(tmp_dir / "plots" / "metrics" / f"{name}.tsv", curve_text(name, rows))
+        write_json(tmp_dir / "settings.json", settings.record)
+        write_json(tmp_dir / "timing.json", timing(result, speed))
+        write_probes(tmp_dir / "forgetting", settings.key, result.probes, figures)
+        # The model before the swap: a model that cannot be written (a full disk) leaves the committed
+        # folder as it was, not rewritten with a new timing.json (issue 54).
+        save_torch(result.final, models_dir / f"{settings.key}.pt")
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)  # no half-written folder left beside the committed one
+        raise
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp_dir, out_dir)
-    save_torch(result.final, models_dir / f"{settings.key}.pt")
     return summary
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check in one command (issue 40), on a machine with CUDA, in at most 8 minutes:
-#   1. the `gpu`-marked tests (tests/test_gpu.py): every algorithm x path for one round on CUDA with the
+#   1. the `gpu`-marked tests (tests/gpu/test_gpu.py): every algorithm x path for one round on CUDA with the
 #      state asserted on the device and no host sync in the training steps, CPU-vs-CUDA agreement in
 #      float64, keyed draws independent of the chunking, vmap evaluation of BatchNorm models, the resume
 #      of a killed run, two processes on one GPU (gloo; NCCL needs two GPUs, skipped by count) and the
@@ -61,7 +61,7 @@ export PYTHONUNBUFFERED=1
 start=$(date +%s)
 budget=480  # the check's 8 minutes
 if [ "$smoke" = 1 ]; then
-    "$python" -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
+    "$python" -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
     tests=${PIPESTATUS[0]}
     "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --levers device_chunk,foreach_optimizer \
         --out "$out"
@@ -69,7 +69,7 @@ if [ "$smoke" = 1 ]; then
     "$python" -m benchmarks.speed --suite device --device cpu --quick --repeats 1 --device-workloads cnn_fedavg \
         --levers compile --out "$out/compile" || bench=$?
 else
-    "$python" -m pytest -q -p no:cacheprovider -m gpu -rs tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
+    "$python" -m pytest -q -p no:cacheprovider -m gpu -rs tests/gpu/test_gpu.py 2>&1 | tee "$out/gpu_tests.log"
     tests=${PIPESTATUS[0]}
     timeout -k 30 $(( budget - ($(date +%s) - start) )) "$python" -m benchmarks.speed --suite device --device cuda \
         --repeats 3 --levers device_chunk,foreach_optimizer --out "$out"

@@ -5,6 +5,7 @@ and FLOP counts agree with its times and with a hand count. No timing is asserte
 Two runs, side by side: every workload with flwr made unimportable (a `flwr` package on PYTHONPATH that
 raises ImportError: the path of a machine without the `bench` extra), and, where flwr is installed,
 workload 1 with Flower's simulation engine really running."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -38,9 +39,15 @@ def start(out: Path, args: list[str], env: dict) -> subprocess.Popen:
     # waits a scheduler slice at every parallel op (tiny rounds took 20x longer under load).
     env = {**env, "OMP_NUM_THREADS": "1"}
     # A session of its own, so that a hung run is killed with every process it started (Ray's too).
-    return subprocess.Popen([sys.executable, "-m", "benchmarks.speed", "--quick", "--out", str(out), *args],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.speed", "--quick", "--out", str(out), *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def finish(name: str, process: subprocess.Popen) -> tuple[str, str]:
@@ -163,12 +170,15 @@ def test_targets_are_listed_with_pass_or_miss(runs):
             assert row["passed"] == (row["measured"] >= float(bound) if op == ">=" else row["measured"] <= float(bound))
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--workloads", "1,9"], "error: --workloads: '1,9' is not allowed"),
-    (["--repeats", "0"], "error: --repeats: 0 is not allowed"),
-    (["--device", "tpu"], "error: argument --device: invalid choice"),
-    (["--data", "/nonexistent/mnist.npz"], "error: --data /nonexistent/mnist.npz: file not found"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--workloads", "1,9"], "error: --workloads: '1,9' is not allowed"),
+        (["--repeats", "0"], "error: --repeats: 0 is not allowed"),
+        (["--device", "tpu"], "error: argument --device: invalid choice"),
+        (["--data", "/nonexistent/mnist.npz"], "error: --data /nonexistent/mnist.npz: file not found"),
+    ],
+)
 def test_user_mistakes_are_one_line_errors(args, message, monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(REPO))
     from benchmarks import speed

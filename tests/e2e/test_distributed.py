@@ -6,6 +6,7 @@ RWalk (a per-client trajectory tracker). FEDFORGET_TORCHRUN asking for more proc
 trains with as many as the cohort has. A rank killed mid-run is named in one line, leaves no outputs, and a
 rerun resumes from the checkpoint to the same result. Bad launches (more processes than the cohort,
 no rendezvous, options torchrun does not know) are one-line errors."""
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,23 @@ from pipeline.distributed import Ranks, positions_of_rank
 
 pytestmark = pytest.mark.e2e
 
-BASE = {"paper": "fedcurv", "partition": "shards", "model": "mlp_200", "rounds": 4, "client_fraction": 1.0,
-        "local_epochs": 1, "batch_size": 16, "lr": 0.01, "momentum": 0.5, "seeds": [0], "targets": [0.5],
-        "probe_rounds": [2, 4], "probe_clients": 3, "forgettable_every": 2, "checkpoint_every": 1}
+BASE = {
+    "paper": "fedcurv",
+    "partition": "shards",
+    "model": "mlp_200",
+    "rounds": 4,
+    "client_fraction": 1.0,
+    "local_epochs": 1,
+    "batch_size": 16,
+    "lr": 0.01,
+    "momentum": 0.5,
+    "seeds": [0],
+    "targets": [0.5],
+    "probe_rounds": [2, 4],
+    "probe_clients": 3,
+    "forgettable_every": 2,
+    "checkpoint_every": 1,
+}
 RUNS = {
     "fedavg_events": {**BASE, "client_fraction": 0.5, "example_events": True, "algorithm": {"name": "fedavg"}},
     "fedavg_cnn": {**BASE, "model": "cnn_fedavg_bn", "rounds": 2, "probe_rounds": [2], "algorithm": {"name": "fedavg"}},
@@ -35,14 +50,18 @@ RUNS = {
     "fednova": {**BASE, "algorithm": {"name": "fednova"}},
     "fedwavg": {**BASE, "algorithm": {"name": "fedwavg", "alpha": 0.3, "period": 1}},
     "rwalk": {**BASE, "algorithm": {"name": "importance", "lambda": 10.0, "importance": "rwalk"}},
-    "long_fedcurv": {**BASE, "rounds": 60, "local_epochs": 2, "checkpoint_every": 2,
-                     "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"}},
+    "long_fedcurv": {
+        **BASE,
+        "rounds": 60,
+        "local_epochs": 2,
+        "checkpoint_every": 2,
+        "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"},
+    },
 }
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 300, "test_size": 60}},
-    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2,
-                              "seed": 0}},
+    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2, "seed": 0}},
     "runs": {f"fedcurv_{name}": run for name, run in RUNS.items()},
 }
 TWO = {"FEDFORGET_TORCHRUN": "--nproc-per-node 2"}
@@ -55,8 +74,11 @@ def run_dir(root: Path, key: str) -> Path:
 def outputs(root: Path, key: str) -> dict:
     """Every output file of the run except timing.json, and the final model's tensors."""
     folder = run_dir(root, key)
-    files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-             if p.is_file() and p.name != "timing.json"}
+    files = {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "timing.json"
+    }
     model = torch.load(root / "data" / "models" / f"{key}-seed0.pt")
     return {"files": files, "model": {k: v.numpy().tobytes() for k, v in model.items()}}
 
@@ -67,9 +89,14 @@ ON_THE_CPU = {"FEDFORGET_DEVICE": "cpu"}
 
 
 def train(repo, key: str, env: dict | None = None, check: bool = True, timeout: float = 300):
-    result = subprocess.run([sys.executable, "-m", "pipeline.train", key, "--seed", "0"], cwd=repo.root,
-                            env={**repo.env, **ON_THE_CPU, **(env or {})}, capture_output=True, text=True,
-                            timeout=timeout)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.train", key, "--seed", "0"],
+        cwd=repo.root,
+        env={**repo.env, **ON_THE_CPU, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -94,10 +121,12 @@ def test_ranks_hold_contiguous_balanced_blocks_that_cover_the_cohort():
             assert max(map(len, blocks)) - min(map(len, blocks)) <= 1 and min(map(len, blocks)) >= 1
 
 
-@pytest.mark.parametrize("name, env", [(name, TWO) for name in ("fedavg_events", "fedavg_cnn", "fedcurv", "scaffold",
-                                                                    "fednova", "fedwavg", "rwalk")]
-                         + [("fedavg_events", {"FEDFORGET_TORCHRUN": "--nproc-per-node 4"})],
-                         ids=lambda value: value if isinstance(value, str) else value["FEDFORGET_TORCHRUN"][-1])
+@pytest.mark.parametrize(
+    "name, env",
+    [(name, TWO) for name in ("fedavg_events", "fedavg_cnn", "fedcurv", "scaffold", "fednova", "fedwavg", "rwalk")]
+    + [("fedavg_events", {"FEDFORGET_TORCHRUN": "--nproc-per-node 4"})],
+    ids=lambda value: value if isinstance(value, str) else value["FEDFORGET_TORCHRUN"][-1],
+)
 def test_several_processes_give_byte_identical_outputs(repo, name, env):
     key = f"fedcurv_{name}"
     fresh(repo, key)
@@ -139,9 +168,14 @@ def test_a_killed_rank_is_named_leaves_no_outputs_and_the_rerun_resumes_to_the_s
     uninterrupted = outputs(repo.root, key)
     fresh(repo, key)
     tag = f"kill-{os.getpid()}"
-    launcher = subprocess.Popen([sys.executable, "-m", "pipeline.train", key, "--seed", "0"], cwd=repo.root,
-                                env={**repo.env, **ON_THE_CPU, **TWO, "DISTRIBUTED_TEST_TAG": tag},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.train", key, "--seed", "0"],
+        cwd=repo.root,
+        env={**repo.env, **ON_THE_CPU, **TWO, "DISTRIBUTED_TEST_TAG": tag},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not list((repo.root / ".checkpoints").glob(f"{key}-*.pt")) and time.time() < deadline:
         time.sleep(0.2)
@@ -164,14 +198,32 @@ def test_plain_torchrun_with_more_processes_than_the_cohort_says_so_once(repo):
     """torchrun prints its own report (and traceback) of the failed workers; of ours, one line (local rank 0's)."""
     key = "fedcurv_fedavg_events"
     fresh(repo, key)
-    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4", "-m",
-                             "pipeline.train", key, "--seed", "0"], cwd=repo.root, env={**repo.env, **ON_THE_CPU},
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "4",
+            "-m",
+            "pipeline.train",
+            key,
+            "--seed",
+            "0",
+        ],
+        cwd=repo.root,
+        env={**repo.env, **ON_THE_CPU},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0
     ours = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
-    assert ours == ["error: torchrun: 4 processes exceed run fedcurv_fedavg_events's cohort of 3 clients a round; "
-                    "allowed: 1 to 3 processes (--nproc-per-node x --nnodes)"]
-    assert "pipeline/train.py\", line" not in result.stderr  # torchrun's own traceback only, none of ours
+    assert ours == [
+        "error: torchrun: 4 processes exceed run fedcurv_fedavg_events's cohort of 3 clients a round; "
+        "allowed: 1 to 3 processes (--nproc-per-node x --nnodes)"
+    ]
+    assert 'pipeline/train.py", line' not in result.stderr  # torchrun's own traceback only, none of ours
     assert not run_dir(repo.root, key).exists()
 
 
@@ -181,18 +233,45 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({"FEDFORGET_TORCHRUN": "--nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:PORT"},
-     "torchrun: 4 processes exceed run fedcurv_fedavg_events's cohort of 3 clients a round; allowed: 1 to 3"),
-    ({"FEDFORGET_TORCHRUN": "--no-such-option 2"}, "FEDFORGET_TORCHRUN: '--no-such-option 2' are not torchrun options"),
-    ({"FEDFORGET_TORCHRUN": "--nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:PORT "
-                            "--rdzv-conf join_timeout=3"},
-     "torchrun: the rendezvous at 127.0.0.1:"),
-    ({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "PORT",
-      "FEDFORGET_DIST_TIMEOUT": "3"}, "torch.distributed: rank 1 of 2: the rendezvous at 127.0.0.1:"),
-    ({"RANK": "1", "WORLD_SIZE": "2"}, "torch.distributed: rank 1 of 2: the rendezvous at ?:? did not complete"),
-], ids=["more-processes-than-cohort-on-two-nodes", "bad-options", "second-node-never-comes", "nobody-at-rank-0",
-        "no-rendezvous-address"])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        (
+            {"FEDFORGET_TORCHRUN": "--nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:PORT"},
+            "torchrun: 4 processes exceed run fedcurv_fedavg_events's cohort of 3 clients a round; allowed: 1 to 3",
+        ),
+        (
+            {"FEDFORGET_TORCHRUN": "--no-such-option 2"},
+            "FEDFORGET_TORCHRUN: '--no-such-option 2' are not torchrun options",
+        ),
+        (
+            {
+                "FEDFORGET_TORCHRUN": "--nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:PORT "
+                "--rdzv-conf join_timeout=3"
+            },
+            "torchrun: the rendezvous at 127.0.0.1:",
+        ),
+        (
+            {
+                "RANK": "1",
+                "WORLD_SIZE": "2",
+                "LOCAL_RANK": "0",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": "PORT",
+                "FEDFORGET_DIST_TIMEOUT": "3",
+            },
+            "torch.distributed: rank 1 of 2: the rendezvous at 127.0.0.1:",
+        ),
+        ({"RANK": "1", "WORLD_SIZE": "2"}, "torch.distributed: rank 1 of 2: the rendezvous at ?:? did not complete"),
+    ],
+    ids=[
+        "more-processes-than-cohort-on-two-nodes",
+        "bad-options",
+        "second-node-never-comes",
+        "nobody-at-rank-0",
+        "no-rendezvous-address",
+    ],
+)
 def test_bad_launches_are_one_line_errors_without_outputs(repo, env, expected):
     key = "fedcurv_fedavg_events"
     fresh(repo, key)

@@ -1,18 +1,30 @@
 """An algorithm's aggregation can log per-round quantities ("round_log"): Importance's weighted-average
 aggregation logs how far its per-element weights are from FedAvg's sample-size weights, as curves of the
 run; the state keeps nothing of it, and a FedAvg run logs no such curve."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import pytest
 
 pytestmark = pytest.mark.e2e
 
-RUN = {"partition": "iid", "model": "mlp_200", "rounds": 4, "eval_every": 1, "client_fraction": 0.5,
-       "local_epochs": 1, "batch_size": 16, "lr": 0.05, "seeds": [0], "input_scaling": "unit",
-       "algorithm": {"name": "fedavg"}}
-WEIGHTED = {**RUN, "algorithm": {"name": "importance", "lambda": 0.0, "penalty": "none",
-                                 "aggregation": "importance", "gamma": 0.9}}
+RUN = {
+    "partition": "iid",
+    "model": "mlp_200",
+    "rounds": 4,
+    "eval_every": 1,
+    "client_fraction": 0.5,
+    "local_epochs": 1,
+    "batch_size": 16,
+    "lr": 0.05,
+    "seeds": [0],
+    "input_scaling": "unit",
+    "algorithm": {"name": "fedavg"},
+}
+WEIGHTED = {
+    **RUN,
+    "algorithm": {"name": "importance", "lambda": 0.0, "penalty": "none", "aggregation": "importance", "gamma": 0.9},
+}
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 600, "test_size": 100}},

@@ -2,6 +2,7 @@
 workers, both finish, `dvc exp show` lists their headline metrics (reports/summary.json), and each
 equals the same variation run on its own with `dvc exp run`. Only the varied run's stages and the report
 rerun in a queued experiment (DVC restores the rest from its run-cache)."""
+
 from __future__ import annotations
 
 import copy
@@ -14,16 +15,27 @@ from support.helpers import STAGE_LINE, train_stage
 
 pytestmark = pytest.mark.e2e
 
-RUN = {"paper": "fedcurv", "partition": "shards", "model": "mlp_200", "rounds": 2, "client_fraction": 1.0,
-       "local_epochs": 1, "batch_size": 32, "lr": 0.05, "seeds": [0], "targets": [0.9]}
+RUN = {
+    "paper": "fedcurv",
+    "partition": "shards",
+    "model": "mlp_200",
+    "rounds": 2,
+    "client_fraction": 1.0,
+    "local_epochs": 1,
+    "batch_size": 32,
+    "lr": 0.05,
+    "seeds": [0],
+    "targets": [0.9],
+}
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 300, "test_size": 60}},
-    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2,
-                              "seed": 0}},
-    "runs": {"fedcurv_e10_fedavg": copy.deepcopy({**RUN, "algorithm": {"name": "fedavg"}}),
-             # A small lr, so that the curve is not at 100 % after a round and a strong pull (mu) slows it.
-             "fedcurv_e10_fedprox": copy.deepcopy({**RUN, "lr": 0.005, "algorithm": {"name": "fedprox", "mu": 0.01}})},
+    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2, "seed": 0}},
+    "runs": {
+        "fedcurv_e10_fedavg": copy.deepcopy({**RUN, "algorithm": {"name": "fedavg"}}),
+        # A small lr, so that the curve is not at 100 % after a round and a strong pull (mu) slows it.
+        "fedcurv_e10_fedprox": copy.deepcopy({**RUN, "lr": 0.005, "algorithm": {"name": "fedprox", "mu": 0.01}}),
+    },
 }
 SWEEP = ("runs.fedcurv_e10_fedprox.algorithm.mu=0.5", "runs.fedcurv_e10_fedprox.algorithm.mu=100.0")
 
@@ -32,6 +44,7 @@ SWEEP = ("runs.fedcurv_e10_fedprox.algorithm.mu=0.5", "runs.fedcurv_e10_fedprox.
 # paper's claim totals from reports/summary.json.
 TOTALS = ("held", "failed", "inconclusive", "not_run", "decided_share")
 HEADLINE_COLUMNS = "^(Experiment|" + "|".join(TOTALS) + r")$|\.claims\."
+
 
 def experiments(repo) -> dict[str, dict]:
     """`dvc exp show --json`: experiment name -> {"mu": ..., "summary": reports/summary.json, "state": ...}."""
@@ -75,7 +88,7 @@ def test_a_queued_sweep_runs_in_two_workers_and_equals_sequential_runs(pipeline_
         # Each queued experiment ran the varied run's stage, resolve and the report; the rest came from
         # DVC's run-cache, the train stages' per-paper files included.
         ran = set(STAGE_LINE.findall(repo.run("dvc", "queue", "logs", name)))
-        assert ran == {"resolve", train_stage("fedcurv_e10_fedprox-seed0", "fedcurv"), "report"}, (name, ran)
+        assert ran == {"resolve", train_stage("fedcurv_e10_fedprox"), "report"}, (name, ran)
     for mu, exp in queued.items():
         runs = exp["summary"]["fedcurv"]["runs"]
         assert set(runs) == {"fedcurv_e10_fedavg", "fedcurv_e10_fedprox"}
@@ -83,7 +96,7 @@ def test_a_queued_sweep_runs_in_two_workers_and_equals_sequential_runs(pipeline_
 
     # The same variation on its own, in the workspace: the same numbers as the queued one.
     trained = repo.stages_run("dvc", "exp", "run", "-S", SWEEP[1], timeout=300)
-    assert trained == {"resolve", train_stage("fedcurv_e10_fedprox-seed0", "fedcurv"), "report"}
+    assert trained == {"resolve", train_stage("fedcurv_e10_fedprox"), "report"}
     alone = json.loads((repo.root / "reports" / "summary.json").read_text())
     assert alone["fedcurv"]["runs"] == queued[100.0]["summary"]["fedcurv"]["runs"]
     # The sweep moved the varied run and left the other alone.

@@ -2,23 +2,43 @@
 the test set at its last 5 evaluated rounds, and the summary's `test_set_accuracy_mean` is their mean, so
 that its claims read a mean over rounds like every other run's; a run monitored on the test set records
 nothing extra."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from pipeline.train import TEST_SET_EVALUATIONS
+from pipeline.training import TEST_SET_EVALUATIONS
 
 pytestmark = pytest.mark.e2e
 
-RUN = {"partition": "dirichlet", "model": "mlp_200", "rounds": 12, "eval_every": 2, "client_fraction": 0.5,
-       "local_epochs": 1, "batch_size": 16, "lr": 0.05, "seeds": [0], "algorithm": {"name": "fedavg"}}
+RUN = {
+    "partition": "dirichlet",
+    "model": "mlp_200",
+    "rounds": 12,
+    "eval_every": 2,
+    "client_fraction": 0.5,
+    "local_epochs": 1,
+    "batch_size": 16,
+    "lr": 0.05,
+    "seeds": [0],
+    "algorithm": {"name": "fedavg"},
+}
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 600, "test_size": 100}},
-    "partitions": {"dirichlet": {"dataset": "mnist", "scheme": "dirichlet", "clients": 6, "alpha": 1.0,
-                                 "equal_size": True, "val_fraction": 0.2, "seed": 0}},
+    "partitions": {
+        "dirichlet": {
+            "dataset": "mnist",
+            "scheme": "dirichlet",
+            "clients": 6,
+            "alpha": 1.0,
+            "equal_size": True,
+            "val_fraction": 0.2,
+            "seed": 0,
+        }
+    },
     "runs": {"on_validation": {**RUN, "evaluate_on": "validation"}, "on_test": RUN},
 }
 

@@ -1,6 +1,8 @@
 """A run killed with SIGKILL mid-way and started again resumes from its last checkpoint and ends with
 metrics and curves byte-identical to an uninterrupted run; a changed setting never resumes from a stale
-checkpoint, and a finished run leaves none (so `dvc repro -f` retrains)."""
+checkpoint; a finished run leaves no round checkpoint but its kept result, so `dvc repro -f` re-renders the
+same bytes without training, and with the kept results deleted retrains from round 1."""
+
 from __future__ import annotations
 
 import os
@@ -18,13 +20,29 @@ KEY = "long_run"
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 600, "test_size": 100}},
-    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 10, "shards_per_client": 2,
-                              "seed": 0}},
-    "runs": {KEY: {"paper": "fedcurv", "partition": "shards", "model": "mlp_200", "rounds": 150,
-                   "client_fraction": 0.5, "local_epochs": 2, "batch_size": 16, "lr": 0.05, "momentum": 0.5,
-                   "seeds": [3], "targets": [0.5, 0.8], "checkpoint_every": 2,
-                   "probe_rounds": [1, 75, 150], "probe_clients": 3, "forgettable_every": 10,
-                   "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"}}},
+    "partitions": {
+        "shards": {"dataset": "mnist", "scheme": "shards", "clients": 10, "shards_per_client": 2, "seed": 0}
+    },
+    "runs": {
+        KEY: {
+            "paper": "fedcurv",
+            "partition": "shards",
+            "model": "mlp_200",
+            "rounds": 150,
+            "client_fraction": 0.5,
+            "local_epochs": 2,
+            "batch_size": 16,
+            "lr": 0.05,
+            "momentum": 0.5,
+            "seeds": [3],
+            "targets": [0.5, 0.8],
+            "checkpoint_every": 2,
+            "probe_rounds": [1, 75, 150],
+            "probe_clients": 3,
+            "forgettable_every": 10,
+            "algorithm": {"name": "fedcurv", "lambda": 0.1, "sums_over": "latest"},
+        }
+    },
 }
 
 
@@ -47,16 +65,29 @@ def train(repo) -> str:
 
 
 def checkpoints(root) -> list:
+    """The seed's round checkpoints (not its kept result, `*.result.pt`)."""
     folder = root / ".checkpoints"
-    return list(folder.glob(f"{KEY}-seed3-*.pt")) if folder.exists() else []
+    found = folder.glob(f"{KEY}-seed3-*.pt") if folder.exists() else []
+    return [path for path in found if not path.name.endswith(".result.pt")]
+
+
+def kept_results(root) -> list:
+    folder = root / ".checkpoints"
+    return list(folder.glob(f"{KEY}-seed3-*.result.pt")) if folder.exists() else []
 
 
 def kill_after_a_checkpoint(repo) -> None:
     """Start the run and SIGKILL it once it has written a checkpoint, inside a later round."""
     root = repo.root
     shutil.rmtree(root / "reports" / "runs" / KEY / "seed3", ignore_errors=True)  # as DVC removes a stage's outs
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.train", KEY, "--seed", "3"], cwd=root, env=repo.env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(root / ".checkpoints", ignore_errors=True)  # no kept result: this start trains
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.train", KEY, "--seed", "3"],
+        cwd=root,
+        env=repo.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 240
     while time.time() < deadline and not checkpoints(root):
         time.sleep(0.05)
@@ -82,12 +113,21 @@ def test_a_run_killed_with_sigkill_resumes_to_identical_metrics(repo):
     assert outputs(root) == uninterrupted
 
 
-def test_a_finished_run_leaves_no_checkpoint_so_a_forced_rerun_retrains(repo):
-    """`dvc repro -f` of a finished stage reruns its command: with a checkpoint of the last round left
-    behind it would resume there and retrain nothing."""
+def test_a_finished_run_keeps_its_result_so_a_forced_rerun_rerenders_and_without_it_retrains(repo):
+    """`dvc repro -f` of a finished stage reruns its command: it takes the seed's kept result (the same
+    bytes, no training); with `.checkpoints/` deleted it trains from round 1 (no round checkpoint is left
+    behind to resume from) to the same bytes."""
+    root = repo.root
+    shutil.rmtree(root / ".checkpoints", ignore_errors=True)
     train(repo)
-    assert checkpoints(repo.root) == []
-    assert "resuming" not in train(repo)
+    assert checkpoints(root) == [] and len(kept_results(root)) == 1
+    first = outputs(root)
+    again = train(repo)
+    assert "from its kept result, not trained again" in again and outputs(root) == first
+    shutil.rmtree(root / ".checkpoints")
+    retrained = train(repo)
+    assert "resuming" not in retrained and "kept result" not in retrained
+    assert outputs(root) == first
 
 
 def test_a_changed_setting_does_not_resume_from_a_stale_checkpoint(repo):
@@ -113,6 +153,7 @@ def test_a_diverging_run_is_recorded_as_diverged_and_the_stage_succeeds(repo):
     repo.write_params(params)
     log = train(repo)  # exit code 0 is asserted by Repo.run
     import json
+
     metrics = json.loads((repo.root / "reports" / "runs" / KEY / "seed3" / "metrics.json").read_text())
     assert metrics["status"] == "diverged" and metrics["diverged"] == 1
     assert metrics["rounds_completed"] < 6
@@ -124,7 +165,7 @@ def test_a_saved_model_has_the_same_bytes_whatever_the_file_it_goes_to(tmp_path)
     temporary file) must give the same bytes, or every rerun would record a new model."""
     import torch
 
-    from pipeline.train import save_torch
+    from pipeline.results import save_torch
 
     state = {"0.weight": torch.arange(6.0).reshape(2, 3), "0.bias": torch.tensor([0.5, -1.0])}
     first, second = tmp_path / "a" / "run-seed0.pt", tmp_path / "b" / "other-seed1.pt"

@@ -1,20 +1,26 @@
 """The GPU tier (`pytest -m gpu`, run by scripts/gpu-check.sh; skipped where CUDA is not available):
-what tests/test_device.py checks on its CPU stand-in, on CUDA itself, and what only a GPU can show.
+what tests/e2e/test_device.py checks on its CPU stand-in, on CUDA itself, and what only a GPU can show.
 
 - every algorithm on both paths for one round, with the server state asserted on the GPU and no host
   sync inside the training steps (torch.cuda.set_sync_debug_mode counts them);
 - CUDA and the CPU agree in float64 (models without random draws: a GPU draws other dropout masks);
 - dropout masks and crop-and-flip draws, keyed by (seed, round, client), do not depend on the chunking, and
-  the device-memory chunk rule (FEDFORGET_CHUNK=device) stacks a small cohort whole with the same float64 round;
+  the device-memory chunk rule (FEDFORGET_CHUNK=device: Levers(chunk="device")) stacks a small cohort whole
+  with the same float64 round;
 - vmap's evaluation of stacked BatchNorm models matches evaluating them one at a time;
 - a run killed after a checkpoint resumes to the uninterrupted run's state;
 - two processes share one GPU over gloo and give one process's numbers; over NCCL they need a GPU
   each (skipped with fewer than two), and asking for more is one line naming the override;
 - FEDFORGET_DETERMINISTIC's kernels train AdaptiveAvgPool2d models, where the strict setting stops them;
-- the compiled step (FEDFORGET_COMPILE, both modes) agrees with the eager one in float64 and, once
-  compiled, makes no host sync;
-- the optimiser's multi-tensor step (FEDFORGET_FOREACH) gives its loop's bits on CUDA.
+- the compiled step (FEDFORGET_COMPILE, both modes: Levers(compile=...)) agrees with the eager one in
+  float64 and, once compiled, makes no host sync;
+- the optimiser's multi-tensor step (FEDFORGET_FOREACH: Levers(foreach=True)) gives its loop's bits on CUDA.
+
+The runtime options reach the engine as arguments (pipeline.options.RuntimeOptions, read once from the
+environment): the speed levers as run_round's `levers`, the backend and the device as RuntimeOptions
+fields; tests/support/round_driver.py reads them from its environment as a train stage does.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,16 +36,17 @@ import pytest
 import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
-from support.helpers import finished, lines_until
 
 import pipeline.rounds
-from pipeline import distributed
-from pipeline.cohort import AugmentDraws, DropoutDraws
+from pipeline import launch
+from pipeline.cohort import AugmentDraws, DropoutDraws, Levers
 from pipeline.errors import UserError
 from pipeline.metrics import cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
 from pipeline.models import build_model
-from support.synthetic import make_data
+from pipeline.options import DEVICE, DIST_BACKEND, RuntimeOptions
 from support.device_cases import CASES, SETUPS, SIZES, case_id, device_leaves, on, round_on
+from support.helpers import finished, lines_until
+from support.synthetic import make_data
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 REPO = Path(__file__).resolve().parents[2]
@@ -66,8 +73,12 @@ def syncs_in_training(found: list):
                     return real(*args, **kwargs)
                 finally:
                     torch.cuda.set_sync_debug_mode("default")
-                    found.extend(str(w.message) for w in caught if "synchroniz" in str(w.message)
-                                 and "prototype feature" not in str(w.message))  # the mode's own notice
+                    found.extend(
+                        str(w.message)
+                        for w in caught
+                        if "synchroniz" in str(w.message) and "prototype feature" not in str(w.message)
+                    )  # the mode's own notice
+
         stack.enter_context(mock.patch.object(pipeline.rounds, name, watched))
     with stack:
         yield
@@ -86,8 +97,12 @@ def test_a_round_of_every_algorithm_runs_on_cuda_without_syncs_in_its_steps(case
     assert not found, found[:5]
 
 
-AGREEING = [("mlp_sgd", "fedcurv", {}), ("mlp_adam", "scaffold", {}), ("augmented_gn", "fedavg", {}),
-            ("batch_norm", "fedavg", {})]
+AGREEING = [
+    ("mlp_sgd", "fedcurv", {}),
+    ("mlp_adam", "scaffold", {}),
+    ("augmented_gn", "fedavg", {}),
+    ("batch_norm", "fedavg", {}),
+]
 
 
 @pytest.mark.parametrize("vectorized", [True, False], ids=["vectorized", "sequential"])
@@ -98,11 +113,13 @@ def test_cuda_agrees_with_the_cpu_in_float64(setup, name, hp, vectorized):
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        with mock.patch.dict(SETUPS, {setup: (SETUPS[setup][0], SETUPS[setup][1],
-                                              {**SETUPS[setup][2], "augment": "none"})}):
+        with mock.patch.dict(
+            SETUPS, {setup: (SETUPS[setup][0], SETUPS[setup][1], {**SETUPS[setup][2], "augment": "none"})}
+        ):
             cuda_state, cuda_losses = round_on(CUDA, setup, name, hp, vectorized, rounds=2, dtype=torch.float64)
-            cpu_state, cpu_losses = round_on(torch.device("cpu"), setup, name, hp, vectorized, rounds=2,
-                                             dtype=torch.float64)
+            cpu_state, cpu_losses = round_on(
+                torch.device("cpu"), setup, name, hp, vectorized, rounds=2, dtype=torch.float64
+            )
     finally:
         torch.set_default_dtype(previous)
     assert cuda_losses == pytest.approx(cpu_losses, rel=1e-9)
@@ -131,8 +148,9 @@ def test_keyed_draws_do_not_depend_on_the_chunking():
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        cut, uncut = (round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=size, dtype=torch.float64)[0]
-                      for size in (1, 4))
+        cut, uncut = (
+            round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=size, dtype=torch.float64)[0] for size in (1, 4)
+        )
     finally:
         torch.set_default_dtype(previous)
     for (path, left), (_, right) in zip(device_leaves(cut), device_leaves(uncut)):
@@ -140,11 +158,10 @@ def test_keyed_draws_do_not_depend_on_the_chunking():
 
 
 def test_the_device_chunk_rule_stacks_the_whole_cohort_and_agrees_in_float64(monkeypatch):
-    # FEDFORGET_CHUNK=device on a real GPU: the round asks the rule (spied on) and stacks the small cohort
-    # whole, and the round (float64, so that kernel choices by shape do not hide a difference) equals one
-    # trained a client at a time.
-    from pipeline.cohort import CHUNK_RULE_VARIABLE
-
+    # FEDFORGET_CHUNK=device (Levers(chunk="device")) on a real GPU: the round asks the rule (spied on) and
+    # stacks the small cohort whole, and the round (float64, so that kernel choices by shape do not hide a
+    # difference) equals one trained a client at a time.
+    device_chunk = Levers(chunk="device")
     chosen = []
 
     def spy(*args):
@@ -153,12 +170,15 @@ def test_the_device_chunk_rule_stacks_the_whole_cohort_and_agrees_in_float64(mon
 
     chunk_for_round = pipeline.rounds.chunk_for_round
     monkeypatch.setattr(pipeline.rounds, "chunk_for_round", spy)
-    monkeypatch.setenv(CHUNK_RULE_VARIABLE, "device")
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        device_rule = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=None, dtype=torch.float64)[0]
-        one_at_a_time = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=1, dtype=torch.float64)[0]
+        device_rule = round_on(
+            CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=None, dtype=torch.float64, levers=device_chunk
+        )[0]
+        one_at_a_time = round_on(
+            CUDA, "dropout_cnn", "fedavg", {}, True, max_chunk=1, dtype=torch.float64, levers=device_chunk
+        )[0]
     finally:
         torch.set_default_dtype(previous)
     assert len(chosen) == 1 and chosen[0] >= len(SIZES)  # asked once (max_chunk=1 skips the rule)
@@ -179,12 +199,20 @@ def test_vmap_evaluation_of_batch_norm_models_matches_one_model_at_a_time(model_
                 elif name.endswith("running_var"):
                     buffer.uniform_(0.5, 2.0)
         models.append({**dict(model.named_parameters()), **dict(model.named_buffers())})
-    stacked = {name: torch.stack([m[name].detach() for m in models]) for name in models[0]
-               if not name.endswith((".mask", ".present"))}
+    stacked = {
+        name: torch.stack([m[name].detach() for m in models])
+        for name in models[0]
+        if not name.endswith((".mask", ".present"))
+    }
     index = torch.arange(len(data.y), device=CUDA)
-    one_at_a_time = torch.stack([correct_predictions(model, {k: v.detach() for k, v in m.items()
-                                                             if not k.endswith((".mask", ".present"))}, data, index)
-                                 for m in models])
+    one_at_a_time = torch.stack(
+        [
+            correct_predictions(
+                model, {k: v.detach() for k, v in m.items() if not k.endswith((".mask", ".present"))}, data, index
+            )
+            for m in models
+        ]
+    )
     assert torch.equal(cohort_correct_on_shared(model, stacked, data, index), one_at_a_time)
     own, valid = cohort_correct_on_own(model, stacked, data, [index, index[:10], index[5:]])
     assert torch.equal(own[0], one_at_a_time[0]) and torch.equal(own[1, :10], one_at_a_time[1, :10])
@@ -192,12 +220,25 @@ def test_vmap_evaluation_of_batch_norm_models_matches_one_model_at_a_time(model_
 
 
 def driver(out: Path, *args: str, env: dict | None = None, launcher: list[str] | None = None) -> subprocess.Popen:
-    command = [*(launcher or [sys.executable]), str(REPO / "tests" / "support" / "round_driver.py"), str(out), "--device", "cuda",
-               "--rounds", "3", *args]
-    return subprocess.Popen(command, cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-
-
+    command = [
+        *(launcher or [sys.executable]),
+        str(REPO / "tests" / "support" / "round_driver.py"),
+        str(out),
+        "--device",
+        "cuda",
+        "--rounds",
+        "3",
+        *args,
+    ]
+    return subprocess.Popen(
+        command,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def assert_same_state(left: dict, right: dict) -> None:
@@ -222,22 +263,22 @@ def test_two_processes_share_one_gpu_over_gloo_with_one_process_numbers(tmp_path
     """The ranks gather their clients onto the server state's device (the sequential path's losses are
     summed there too): what crashed when they went to a CPU loss's device."""
     finished(driver(tmp_path / "one.pt"))
-    finished(driver(tmp_path / "two.pt", env={distributed.BACKEND_VARIABLE: "gloo"}, launcher=TORCHRUN))
+    finished(driver(tmp_path / "two.pt", env={DIST_BACKEND: "gloo"}, launcher=TORCHRUN))
     assert_same_state(*(torch.load(tmp_path / name, weights_only=False) for name in ("one.pt", "two.pt")))
 
 
 @pytest.mark.skipif(gpus() < 2, reason="NCCL needs a GPU per process: fewer than 2 here")
 def test_two_processes_over_nccl_give_one_process_numbers(tmp_path):
     finished(driver(tmp_path / "one.pt"))
-    finished(driver(tmp_path / "two.pt", env={distributed.BACKEND_VARIABLE: "nccl"}, launcher=TORCHRUN))
+    finished(driver(tmp_path / "two.pt", env={DIST_BACKEND: "nccl"}, launcher=TORCHRUN))
     assert_same_state(*(torch.load(tmp_path / name, weights_only=False) for name in ("one.pt", "two.pt")))
 
 
 def test_more_nccl_processes_than_gpus_is_one_line(monkeypatch):
-    monkeypatch.delenv(distributed.BACKEND_VARIABLE, raising=False)
-    monkeypatch.delenv(distributed.DEVICE_VARIABLE, raising=False)
+    monkeypatch.delenv(DIST_BACKEND, raising=False)
+    monkeypatch.delenv(DEVICE, raising=False)
     with pytest.raises(UserError) as raised:
-        distributed.fit_launch(f"--nproc-per-node {gpus() + 1}", 64, "some_run")
+        launch.fit_launch(f"--nproc-per-node {gpus() + 1}", 64, "some_run", RuntimeOptions.from_environment())
     assert "\n" not in str(raised.value) and "FEDFORGET_DIST_BACKEND=gloo" in str(raised.value)
 
 
@@ -260,19 +301,27 @@ except RuntimeError as error:
 """
 
 
-@pytest.mark.parametrize("name, shape", [("resnet_shallow_small", "16x16x3"), ("resnet18", "32x32x3"),
-                                         ("densenet121", "28x28x1")])
+@pytest.mark.parametrize(
+    "name, shape", [("resnet_shallow_small", "16x16x3"), ("resnet18", "32x32x3"), ("densenet121", "28x28x1")]
+)
 def test_deterministic_kernels_train_adaptive_pooling_models(name, shape):
     """In fresh processes: the flags are global, and cuBLAS reads its workspace setting at start. The
     strict setting is recorded (a warning in the log), not asserted: which torch versions have a
     deterministic CUDA backward for these models' global pooling varies (torch 2.11 on an H200 trained
     them under it)."""
+
     def outcome(mode: str) -> str:
-        result = subprocess.run([sys.executable, "-c", DETERMINISTIC, mode, name, shape], cwd=REPO,
-                                capture_output=True, text=True, timeout=120,
-                                env={**os.environ, "CUBLAS_WORKSPACE_CONFIG": ":4096:8"})
+        result = subprocess.run(
+            [sys.executable, "-c", DETERMINISTIC, mode, name, shape],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CUBLAS_WORKSPACE_CONFIG": ":4096:8"},
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         return result.stdout.strip().splitlines()[-1]
+
     assert outcome("warn_only") == "trained"
     strict = outcome("strict")
     assert strict == "trained" or "adaptive_avg_pool2d_backward_cuda" in strict, strict
@@ -280,19 +329,19 @@ def test_deterministic_kernels_train_adaptive_pooling_models(name, shape):
 
 
 @pytest.mark.parametrize("mode", ["on", "cudagraphs"])
-def test_a_compiled_round_on_cuda_agrees_with_the_eager_round_in_float64(monkeypatch, mode):
+def test_a_compiled_round_on_cuda_agrees_with_the_eager_round_in_float64(mode):
     # dropout masks drawn on the device (keyed, the same eager or compiled) and a momentum buffer
-    from pipeline.cohort import COMPILE_VARIABLE
-
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        monkeypatch.delenv(COMPILE_VARIABLE, raising=False)
-        eager, eager_losses = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, rounds=2, dtype=torch.float64)
-        monkeypatch.setenv(COMPILE_VARIABLE, mode)
+        eager, eager_losses = round_on(
+            CUDA, "dropout_cnn", "fedavg", {}, True, rounds=2, dtype=torch.float64, levers=Levers(compile="off")
+        )
         torch._dynamo.reset()
         counters.clear()
-        compiled, compiled_losses = round_on(CUDA, "dropout_cnn", "fedavg", {}, True, rounds=2, dtype=torch.float64)
+        compiled, compiled_losses = round_on(
+            CUDA, "dropout_cnn", "fedavg", {}, True, rounds=2, dtype=torch.float64, levers=Levers(compile=mode)
+        )
         graphs = counters["stats"]["unique_graphs"]
     finally:
         torch.set_default_dtype(previous)
@@ -306,32 +355,29 @@ def test_a_compiled_round_on_cuda_agrees_with_the_eager_round_in_float64(monkeyp
         torch.testing.assert_close(value, theirs[path], rtol=1e-9, atol=1e-12, msg=path)
 
 
-def test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled(monkeypatch):
+def test_a_compiled_round_on_cuda_makes_no_host_sync_once_compiled():
     # mode `on`: CUDA graphs' first replays record the graphs, which may wait on the device
-    from pipeline.cohort import COMPILE_VARIABLE
-
-    monkeypatch.setenv(COMPILE_VARIABLE, "on")
+    compiled = Levers(compile="on")
     found: list = []
     try:
-        round_on(CUDA, "dropout_cnn", "fedavg", {}, True)  # compiles
+        round_on(CUDA, "dropout_cnn", "fedavg", {}, True, levers=compiled)  # compiles
         with syncs_in_training(found):
-            round_on(CUDA, "dropout_cnn", "fedavg", {}, True)  # the same graphs, guards passed
+            round_on(CUDA, "dropout_cnn", "fedavg", {}, True, levers=compiled)  # the same graphs, guards passed
     finally:
         torch._dynamo.reset()
     assert not found, found[:5]
 
 
-@pytest.mark.parametrize("setup, vectorized", [("batch_norm", False), ("dropout_cnn", True)],
-                         ids=["adam-sequential", "sgd-momentum-vectorized"])
-def test_the_foreach_optimizer_on_cuda_gives_its_loops_bits(monkeypatch, setup, vectorized):
+@pytest.mark.parametrize(
+    "setup, vectorized",
+    [("batch_norm", False), ("dropout_cnn", True)],
+    ids=["adam-sequential", "sgd-momentum-vectorized"],
+)
+def test_the_foreach_optimizer_on_cuda_gives_its_loops_bits(setup, vectorized):
     # in float32, bit for bit: the multi-tensor kernels do the loop's arithmetic, its division by a
     # scalar included (a multiplication by the reciprocal on CUDA, pipeline.optimizers.divide_by_scalar_)
-    from pipeline.optimizers import FOREACH_VARIABLE
-
-    monkeypatch.setenv(FOREACH_VARIABLE, "off")
-    loop, loop_losses = round_on(CUDA, setup, "fedavg", {}, vectorized, rounds=2)
-    monkeypatch.setenv(FOREACH_VARIABLE, "on")
-    multi, multi_losses = round_on(CUDA, setup, "fedavg", {}, vectorized, rounds=2)
+    loop, loop_losses = round_on(CUDA, setup, "fedavg", {}, vectorized, rounds=2, levers=Levers(foreach=False))
+    multi, multi_losses = round_on(CUDA, setup, "fedavg", {}, vectorized, rounds=2, levers=Levers(foreach=True))
     assert multi_losses == loop_losses
     theirs = dict(device_leaves(loop))
     ours = dict(device_leaves(multi))

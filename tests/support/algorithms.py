@@ -1,6 +1,7 @@
 """The package's algorithms as the engine calls them (pipeline.algorithms.get_algorithm: every hook, the
 defaults filled in), under their names, for tests that use one directly; a module's other names (helpers
 such as FedCurv's `upload_from`) are read through to the module."""
+
 from __future__ import annotations
 
 from pipeline.algorithms import get_algorithm

@@ -2,6 +2,7 @@
 tests/gpu/test_gpu.py on CUDA, tests/unit/test_compile.py): every algorithm on setups that carry what a
 device could lose (fused MLP steps, dropout masks, crop-and-flip with TCE's mask and GroupNorm, BatchNorm
 with example-forgetting records), and rounds of them on a device."""
+
 from __future__ import annotations
 
 import torch
@@ -26,9 +27,11 @@ SETUPS = {
     "batch_norm": ("cnn_fedavg_bn", (8, 8, 3), {"example_events": True, "optimizer": "adam", "lr": 0.01}),
 }
 ALGORITHM_CASES = [(name, {}) for name in names()] + [("importance", RWALK)]
-CASES = ([(setup, name, hp) for setup in ("mlp_sgd", "mlp_adam", "dropout_cnn") for name, hp in ALGORITHM_CASES]
-         + [(setup, name, hp) for setup in ("augmented_gn", "batch_norm")
-            for name, hp in [("fedavg", {}), ("scaffold", {}), ("importance", RWALK)]])
+CASES = [(setup, name, hp) for setup in ("mlp_sgd", "mlp_adam", "dropout_cnn") for name, hp in ALGORITHM_CASES] + [
+    (setup, name, hp)
+    for setup in ("augmented_gn", "batch_norm")
+    for name, hp in [("fedavg", {}), ("scaffold", {}), ("importance", RWALK)]
+]
 
 
 def case_id(case) -> str:
@@ -46,8 +49,14 @@ def device_leaves(tree, path=""):
 
 
 def on(data: ClientData, device: torch.device) -> ClientData:
-    return ClientData(data.x.to(device), data.y.to(device), [c.to(device) for c in data.clients],
-                      data.mean.to(device), data.std.to(device), classes=data.classes)
+    return ClientData(
+        data.x.to(device),
+        data.y.to(device),
+        [c.to(device) for c in data.clients],
+        data.mean.to(device),
+        data.std.to(device),
+        classes=data.classes,
+    )
 
 
 def round_on(device, setup, name, hp, vectorized, rounds=1, max_chunk=3, dtype=None, levers: Levers = Levers()):
@@ -65,8 +74,18 @@ def round_on(device, setup, name, hp, vectorized, rounds=1, max_chunk=3, dtype=N
     state = initial_state(model, algorithm, len(SIZES), hp)
     losses = []
     for round_ in range(1, rounds + 1):
-        result = run_round(model, algorithm, hp, state, data, settings, round_, vectorized=vectorized,
-                           max_chunk=max_chunk, levers=levers)
+        result = run_round(
+            model,
+            algorithm,
+            hp,
+            state,
+            data,
+            settings,
+            round_,
+            vectorized=vectorized,
+            max_chunk=max_chunk,
+            levers=levers,
+        )
         state = result.state
         losses.append(result.train_loss)
     return state, losses

@@ -24,6 +24,7 @@ dispatcher, as a real meta tensor without numbers: the engine writes `torch.full
 device come from `pipeline.clientdata.new_generator`, patched to make CPU generators known as the
 device's.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,16 +32,25 @@ import traceback
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves, tree_map
 
 DEVICE = torch.device("meta")
 aten = torch.ops.aten
 
 # Operations whose output size (or result) is data-dependent: a GPU reports it to the host first.
-SIZE_FROM_DATA = {aten.nonzero.default, aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
-                  aten.unique_consecutive.default, aten.argwhere.default, aten.is_nonzero.default, aten.equal.default,
-                  aten._local_scalar_dense.default, aten.repeat_interleave.Tensor}
+SIZE_FROM_DATA = {
+    aten.nonzero.default,
+    aten.masked_select.default,
+    aten._unique2.default,
+    aten.unique_dim.default,
+    aten.unique_consecutive.default,
+    aten.argwhere.default,
+    aten.is_nonzero.default,
+    aten.equal.default,
+    aten._local_scalar_dense.default,
+    aten.repeat_interleave.Tensor,
+}
 ADVANCED_INDEXING = {aten.index.Tensor, aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default}
 HOST_COPY_ALLOWED = {aten.copy_.default, aten._to_copy.default, aten.lift_fresh.default}  # explicit transfers
 
@@ -48,6 +58,7 @@ HOST_COPY_ALLOWED = {aten.copy_.default, aten._to_copy.default, aten.lift_fresh.
 @dataclass
 class Recorder:
     """What one stand-in session saw: each entry is (operation, where in pipeline/ it came from, phase)."""
+
     mixes: list = field(default_factory=list)
     syncs: list = field(default_factory=list)
     phase: str = ""
@@ -83,14 +94,22 @@ def caller() -> str:
 
 class OnDevice(torch.Tensor):
     """A tensor on the stand-in device, its numbers in `elem` (a CPU tensor)."""
+
     elem: torch.Tensor
     __slots__ = ["elem"]
 
     @staticmethod
     def __new__(cls, elem: torch.Tensor):
         wrapper = torch.Tensor._make_wrapper_subclass(
-            cls, elem.size(), strides=elem.stride(), storage_offset=elem.storage_offset(), dtype=elem.dtype,
-            layout=elem.layout, device=DEVICE, requires_grad=elem.requires_grad)
+            cls,
+            elem.size(),
+            strides=elem.stride(),
+            storage_offset=elem.storage_offset(),
+            dtype=elem.dtype,
+            layout=elem.layout,
+            device=DEVICE,
+            requires_grad=elem.requires_grad,
+        )
         wrapper.elem = elem.detach() if wrapper.requires_grad else elem
         return wrapper
 
@@ -141,8 +160,9 @@ def check(func, args, kwargs) -> None:
         recorder.record(recorder.mixes, f"{func}: a CPU generator draws into a device tensor")
     if func in SIZE_FROM_DATA:
         recorder.record(recorder.syncs, str(func))
-    elif func in ADVANCED_INDEXING and any(isinstance(t, torch.Tensor) and t.dtype == torch.bool
-                                           for t in tree_leaves(args[1])):
+    elif func in ADVANCED_INDEXING and any(
+        isinstance(t, torch.Tensor) and t.dtype == torch.bool for t in tree_leaves(args[1])
+    ):
         recorder.record(recorder.syncs, f"{func} with a boolean mask")
     elif func is aten._to_copy.default and torch.device(kwargs.get("device") or DEVICE).type == "cpu":
         recorder.record(recorder.syncs, "copy to the CPU")

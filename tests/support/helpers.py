@@ -1,5 +1,6 @@
 """Shared by the end-to-end tests: a temporary git + DVC repository holding a copy of the pipeline, and a
 tiny generated dataset mirror (so nothing is downloaded)."""
+
 from __future__ import annotations
 
 import csv
@@ -36,9 +37,21 @@ def require_paper(path: Path) -> str:
     return path.read_text()
 
 
-def train_stage(seed_key: str, paper: str) -> str:
-    """DVC's name for a run's train stage: it lives in its paper's stages/<paper>/dvc.yaml."""
-    return f"stages/{paper}/dvc.yaml:train@{seed_key}"
+def train_stage(run: str) -> str:
+    """DVC's name for a run's train stage, in the root dvc.yaml: one stage a run, training all the seeds
+    resolved/<run>.json lists."""
+    return f"train@{run}"
+
+
+SEED_LINE = re.compile(r"^(\S+-seed\d+): (?:ok|diverged)\b(.*)$", re.MULTILINE)
+
+
+def trained_and_kept(output: str) -> tuple[set[str], set[str]]:
+    """The (run, seed) keys a train stage's output says it trained, and those it says it took from their
+    kept results without training (pipeline.train's line for each seed)."""
+    lines = SEED_LINE.findall(output)
+    kept = {key for key, rest in lines if "from its kept result" in rest}
+    return {key for key, _ in lines} - kept, kept
 
 
 def write_mirror(folder: Path, train_size: int = 600, test_size: int = 100, learnable: bool = False) -> None:
@@ -57,10 +70,12 @@ def write_mirror(folder: Path, train_size: int = 600, test_size: int = 100, lear
         y_test = rng.integers(0, 10, size=test_size).astype(np.int64)
         arrays = {"x_train": images(y_train), "y_train": y_train, "x_test": images(y_test), "y_test": y_test}
     else:
-        arrays = {"x_train": rng.integers(0, 256, size=(train_size, 28, 28, 1), dtype=np.uint8),
-                  "y_train": rng.integers(0, 10, size=train_size).astype(np.int64),
-                  "x_test": rng.integers(0, 256, size=(test_size, 28, 28, 1), dtype=np.uint8),
-                  "y_test": rng.integers(0, 10, size=test_size).astype(np.int64)}
+        arrays = {
+            "x_train": rng.integers(0, 256, size=(train_size, 28, 28, 1), dtype=np.uint8),
+            "y_train": rng.integers(0, 10, size=train_size).astype(np.int64),
+            "x_test": rng.integers(0, 256, size=(test_size, 28, 28, 1), dtype=np.uint8),
+            "y_test": rng.integers(0, 10, size=test_size).astype(np.int64),
+        }
     with open(folder / "mnist.npz", "wb") as handle:
         np.savez(handle, **arrays)
 
@@ -80,26 +95,36 @@ def copy_project(root: Path, dvc_yaml: dict | None = None) -> None:
 class Repo:
     def __init__(self, root: Path, mirror: Path, home: Path, extra_env: dict | None = None):
         self.root = root
-        self.env = {key: value for key, value in os.environ.items()
-                    if key not in ("PYTHONPATH", "no_proxy", "NO_PROXY", "GIT_DIR", "GIT_WORK_TREE")}
-        self.env.update({
-            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-            "FEDFORGET_DATA_MIRROR": str(mirror),
-            "MPLBACKEND": "Agg",
-            "DVC_NO_ANALYTICS": "1",
-            "DVC_SITE_CACHE_DIR": str(home / "dvc-site-cache"),
-            "HOME": str(home),  # a git and dvc global config of its own
-            "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.com",
-            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.com",
-            # Nothing here needs the network; refuse it at once rather than wait on it.
-            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
-            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-        })
+        self.env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("PYTHONPATH", "no_proxy", "NO_PROXY", "GIT_DIR", "GIT_WORK_TREE")
+        }
+        self.env.update(
+            {
+                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                "FEDFORGET_DATA_MIRROR": str(mirror),
+                "MPLBACKEND": "Agg",
+                "DVC_NO_ANALYTICS": "1",
+                "DVC_SITE_CACHE_DIR": str(home / "dvc-site-cache"),
+                "HOME": str(home),  # a git and dvc global config of its own
+                "GIT_AUTHOR_NAME": "test",
+                "GIT_AUTHOR_EMAIL": "test@example.com",
+                "GIT_COMMITTER_NAME": "test",
+                "GIT_COMMITTER_EMAIL": "test@example.com",
+                # Nothing here needs the network; refuse it at once rather than wait on it.
+                "http_proxy": "http://127.0.0.1:9",
+                "https_proxy": "http://127.0.0.1:9",
+                "HTTP_PROXY": "http://127.0.0.1:9",
+                "HTTPS_PROXY": "http://127.0.0.1:9",
+            }
+        )
         self.env.update(extra_env or {})
 
     def run(self, *args: str, check: bool = True, timeout: float = 120) -> str:
-        result = subprocess.run(list(args), cwd=self.root, env=self.env, capture_output=True, text=True,
-                                timeout=timeout)
+        result = subprocess.run(
+            list(args), cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
         output = result.stdout + result.stderr
         if check:
             assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
@@ -111,8 +136,15 @@ class Repo:
         `subprocess.run` waiting until they finish."""
         log = self.root.parent / "start.log"
         with open(log, "w") as handle:
-            result = subprocess.run(list(args), cwd=self.root, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, timeout=timeout)
+            result = subprocess.run(
+                list(args),
+                cwd=self.root,
+                env=self.env,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+            )
         output = log.read_text()
         assert result.returncode == 0, f"{' '.join(args)} exited {result.returncode}:\n{output}"
         return output

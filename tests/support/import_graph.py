@@ -1,6 +1,8 @@
 """The pipeline's import graph, read from its source with `ast`: every import statement counts, at the top
 of a module or inside a function (a function-level import hides a dependency from a reader, not from
-Python). Imports made by name at run time (pipeline/algorithms/__init__.py's `discover`) are not seen."""
+Python), but those under `if TYPE_CHECKING:`, which never run. Imports made by name at run time
+(pipeline/algorithms/__init__.py's `get_algorithm`) are not seen."""
+
 from __future__ import annotations
 
 import ast
@@ -29,7 +31,7 @@ def absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
     if not node.level:
         return node.module or ""
     parts = importer.split(".")
-    base = parts[:len(parts) - node.level + is_package]  # a package's own name is the first level up
+    base = parts[: len(parts) - node.level + is_package]  # a package's own name is the first level up
     return ".".join(base + ([node.module] if node.module else []))
 
 
@@ -38,15 +40,22 @@ def imported_modules(path: Path, root: Path = REPO) -> set[str]:
     and pipeline.x.y where y is a module) and their relative forms. A package's __init__.py importing its
     own submodule (`from pipeline.algorithms import common`) imports the submodule, not itself."""
     importer, is_package, names = module_name(path, root), path.name == "__init__.py", []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):  # imports for type checkers only never run: not an edge of the graph
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             module = absolute(node, importer, is_package)
             own = is_package and module == importer
             names += ([] if own else [module]) + [f"{module}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
-    return {name for name in names
-            if (name == PACKAGE or name.startswith(f"{PACKAGE}.")) and module_file(name, root) is not None}
+    return {
+        name
+        for name in names
+        if (name == PACKAGE or name.startswith(f"{PACKAGE}.")) and module_file(name, root) is not None
+    }
 
 
 def import_graph(root: Path = REPO) -> dict[str, set[str]]:
@@ -102,8 +111,11 @@ def shortest_cycle(graph: dict[str, set[str]], start: str) -> list[str]:
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One cycle for each set of modules that import one another (a module importing itself included)."""
-    return [shortest_cycle(graph, component[0]) for component in strongly_connected(graph)
-            if len(component) > 1 or component[0] in graph.get(component[0], ())]
+    return [
+        shortest_cycle(graph, component[0])
+        for component in strongly_connected(graph)
+        if len(component) > 1 or component[0] in graph.get(component[0], ())
+    ]
 
 
 def reachable(graph: dict[str, set[str]], starts: list[str]) -> set[str]:

@@ -1,4 +1,5 @@
 """Independent computations the tests compare the pipeline with (they are not part of the pipeline)."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Tiny synthetic federated data for the unit tests of the engine and the algorithms."""
+
 from __future__ import annotations
 
 import torch
@@ -24,5 +25,17 @@ def make_data(sizes, shape=SHAPE, classes=CLASSES, seed=0) -> ClientData:
 def run_settings(seed: int, **overrides) -> RoundSettings:
     """A round's settings for engine tests, from resolved settings (keys as in params.yaml): RUN_DEFAULTS,
     small batches, plain SGD, then `overrides`."""
-    return build(RoundSettings, {**RUN_DEFAULTS, "seed": seed, "client_fraction": 1.0, "lr": 0.05,
-                                 "momentum": 0.0, "weight_decay": 0.0, "local_epochs": 2, "batch_size": 4, **overrides})
+    return build(
+        RoundSettings,
+        {
+            **RUN_DEFAULTS,
+            "seed": seed,
+            "client_fraction": 1.0,
+            "lr": 0.05,
+            "momentum": 0.0,
+            "weight_decay": 0.0,
+            "local_epochs": 2,
+            "batch_size": 4,
+            **overrides,
+        },
+    )
