@@ -4,6 +4,7 @@ for the train stage's check of its run and seed).
 A leaf module (it imports nothing from the pipeline), so config, runs and every algorithm can use it
 without an import cycle.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -71,8 +72,7 @@ def check_keys(path, mapping, allowed, required=()):
             problems.append(f"{path}.{key}: unknown key{hint}")
             suggested.update(close)
     # A misspelt required key is one problem: its "did you mean" line already names the missing key.
-    problems += [f"{path}.{key}: missing; required" for key in required
-                 if key not in mapping and key not in suggested]
+    problems += [f"{path}.{key}: missing; required" for key in required if key not in mapping and key not in suggested]
     return problems
 
 
@@ -100,8 +100,6 @@ def profile_overrides(run: dict, profile: str) -> dict:
 
 def check_mapping(path, value):
     return [] if isinstance(value, dict) else [f"{path}: {value!r} is not allowed; expected a mapping"]
-
-
 
 
 def check_unique_ints(path, value, low=0, allow_empty=False):

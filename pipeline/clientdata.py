@@ -7,6 +7,7 @@ come from generators seeded by (seed, round, client, purpose) (a new kind of dra
 stream below), so the vectorized and the sequential path, any cohort chunking and a resumed run all
 draw the same numbers.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,6 +38,7 @@ CROP_PADDING = 4
 class ClientData:
     """The dataset in memory (uint8 images, int64 labels), every client's sample indices, and the
     per-channel shift and scale applied to model inputs."""
+
     x: torch.Tensor
     y: torch.Tensor
     clients: list[torch.Tensor]
@@ -110,8 +112,7 @@ def gather_rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     index = index.to(table.device)  # an index built on the CPU for a table on the GPU
     row_shape, row_strides = tuple(table.shape[1:]), tuple(table.stride()[1:])
     row_size = math.prod(row_shape)
-    if (index.numel() == 0 or table.stride(0) != row_size
-            or not row_major_positions(row_shape, row_strides)):
+    if index.numel() == 0 or table.stride(0) != row_size or not row_major_positions(row_shape, row_strides):
         return table[index]
     rows = table.as_strided((table.shape[0], row_size), (row_size, 1)).index_select(0, index.reshape(-1))
     outer = tuple(s * row_size for s in row_major_strides(tuple(index.shape)))
@@ -129,12 +130,14 @@ def row_major_strides(shape: tuple) -> tuple[int, ...]:
 def row_major_positions(shape: tuple, strides: tuple) -> bool:
     """Whether these strides put every element where row-major strides would (size-1 dimensions, whose
     stride is never used, may differ)."""
-    return all(size == 1 or stride == expected
-               for size, stride, expected in zip(shape, strides, row_major_strides(shape)))
+    return all(
+        size == 1 or stride == expected for size, stride, expected in zip(shape, strides, row_major_strides(shape))
+    )
 
 
-def crop_flip_draws(batch: int, generator: torch.Generator, padding: int = CROP_PADDING,
-                    device: torch.device | str = "cpu") -> torch.Tensor:
+def crop_flip_draws(
+    batch: int, generator: torch.Generator, padding: int = CROP_PADDING, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """[batch, 3] int64 draws for `crop_flip`: the crop's row and column offset into the padded image
     (each in [0, 2·padding]) and whether to flip (0 or 1), in that order from one generator, made on
     `device` (the generator's), so that a GPU never waits for draws copied from the host."""
@@ -150,7 +153,7 @@ def crop_flip(images: torch.Tensor, draws: torch.Tensor, fill: torch.Tensor, pad
     count, channels, height, width = images.shape
     tall, wide = height + 2 * padding, width + 2 * padding
     padded = fill.view(1, channels, 1, 1).expand(count, channels, tall, wide).clone()
-    padded[:, :, padding:padding + height, padding:padding + width] = images
+    padded[:, :, padding : padding + height, padding : padding + width] = images
     draws = draws.to(images.device)
     rows = draws[:, :1] + torch.arange(height, device=images.device)
     across = torch.arange(width, device=images.device)
@@ -176,10 +179,9 @@ def channel_stats(x_uint8: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return pixels.mean(0), pixels.std(0).clamp_min(1e-3)
 
 
-
-
-def cached_scaling_stats(x_uint8: torch.Tensor, scaling: str, dataset_sha256: str,
-                         cache_dir: Path | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def cached_scaling_stats(
+    x_uint8: torch.Tensor, scaling: str, dataset_sha256: str, cache_dir: Path | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """`input_scaling_stats`, remembered on disk: computing them reads the whole training set as floats,
     1.0 s of each CIFAR-10 train stage's start-up here. The stored tensors are the computed ones, bit for
     bit, so a stage gives the same numbers with or without the cache. The key names everything the bits
@@ -189,8 +191,9 @@ def cached_scaling_stats(x_uint8: torch.Tensor, scaling: str, dataset_sha256: st
         return input_scaling_stats(x_uint8, scaling)
     kernels = torch.backends.cpu.get_cpu_capability() if x_uint8.device.type == "cpu" else str(x_uint8.device)
     code = inspect.getsource(channel_stats) + inspect.getsource(input_scaling_stats)
-    key = hashlib.sha256("\n".join([dataset_sha256, scaling, code, torch.__version__, kernels,
-                                    str(tuple(x_uint8.shape))]).encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        "\n".join([dataset_sha256, scaling, code, torch.__version__, kernels, str(tuple(x_uint8.shape))]).encode()
+    ).hexdigest()[:32]
     path = Path(cache_dir or ".cache") / "scaling_stats" / f"{key}.pt"
     try:
         mean, std = torch.load(path, weights_only=True)
@@ -247,19 +250,20 @@ def client_schedule(num_samples: int, epochs: int, batch_size: int, generator: t
     return orders.view(epochs * per_epoch, batch_size)
 
 
-def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int,
-                            round_: int):
+def cohort_schedule(data: ClientData, cohort: list[int], epochs: int, batch_size: int, seed: int, round_: int):
     """Padded [steps, clients, batch] sample indices and weights (0 = padding or a finished client), on the
     CPU, where they are drawn: the training loop branches on this host copy (which clients step, how many
     samples a batch holds) and never asks the device."""
-    positions = [client_schedule(len(data.clients[client]), epochs, batch_size, generator_for(seed, round_, client))
-                 for client in cohort]
+    positions = [
+        client_schedule(len(data.clients[client]), epochs, batch_size, generator_for(seed, round_, client))
+        for client in cohort
+    ]
     steps = max(len(p) for p in positions)
     index = torch.zeros(steps, len(cohort), batch_size, dtype=torch.long)
     weight = torch.zeros(steps, len(cohort), batch_size)
     for c, (client, position) in enumerate(zip(cohort, positions)):
         present = position >= 0
         samples = data.client_on_host(client)
-        index[:len(position), c] = torch.where(present, samples[position.clamp_min(0)], 0)
-        weight[:len(position), c] = present.float()
+        index[: len(position), c] = torch.where(present, samples[position.clamp_min(0)], 0)
+        weight[: len(position), c] = present.float()
     return index, weight

@@ -16,6 +16,7 @@ On a GPU nothing in a local step waits for the device: the schedule is kept on t
 every branch (which clients step, how many samples a batch holds) is taken there, and the random draws
 (dropout masks, crop-and-flip offsets) are made on the device from its own keyed generators.
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,8 +28,15 @@ import torch
 from torch.func import functional_call, grad_and_value, vmap
 
 from pipeline import cohort_mlp
-from pipeline.clientdata import (AUGMENT_STREAM, DROPOUT_STREAM, ClientData, crop_flip, crop_flip_draws, gather_rows,
-                                 generator_for)
+from pipeline.clientdata import (
+    AUGMENT_STREAM,
+    DROPOUT_STREAM,
+    ClientData,
+    crop_flip,
+    crop_flip_draws,
+    gather_rows,
+    generator_for,
+)
 from pipeline.losses import per_sample_loss
 from pipeline.models import batch_norm_presence, dropout_masks
 from pipeline.optimizers import SGD
@@ -100,6 +108,7 @@ class Levers:
     """The runtime's speed levers as the engine takes them (pipeline.options.RuntimeOptions): how cohorts
     are chunked, whether the step is compiled, whether the optimiser steps as multi-tensor operations. On
     a CPU none of them changes a number; on a GPU they may move the last bits (recorded in timing.json)."""
+
     chunk: str = "mmap"
     compile: str = "off"
     foreach: bool = False
@@ -125,8 +134,11 @@ def _count_activation_bytes(model: torch.nn.Module, image_shape) -> int:
 
     def count(module, args, output):
         nonlocal total
-        total += sum(t.numel() * t.element_size() for t in (output if isinstance(output, tuple) else (output,))
-                     if isinstance(t, torch.Tensor))
+        total += sum(
+            t.numel() * t.element_size()
+            for t in (output if isinstance(output, tuple) else (output,))
+            if isinstance(t, torch.Tensor)
+        )
 
     hooks = [m.register_forward_hook(count) for m in meta.modules() if not list(m.children())]
     try:
@@ -150,8 +162,9 @@ def device_chunk_size(working_bytes: int, total_memory: int, share: float = DEVI
     return max(1, int(share * total_memory) // max(1, working_bytes))
 
 
-def chunk_for_round(model: torch.nn.Module, params: dict, image_shape, batch_size: int, device: torch.device,
-                    rule: str = "mmap") -> int:
+def chunk_for_round(
+    model: torch.nn.Module, params: dict, image_shape, batch_size: int, device: torch.device, rule: str = "mmap"
+) -> int:
     """The round's chunk: the device rule where `rule` (RuntimeOptions.chunk) is "device" and the state is on
     a CUDA device, else the mmap rule."""
     if device.type != "cuda" or rule != "device":
@@ -182,12 +195,14 @@ def prefer_vectorized(model, device: torch.device, cohort_clients: int | None = 
 
 # ---------------------------------------------------------------- the schedule on the host
 
+
 @dataclass(frozen=True)
 class StepPlan:
     """The round's schedule as the host knows it (it is drawn on the CPU, pipeline.clientdata): per step,
     how many samples each client's batch holds, its first ones (0: the client takes no step). The
     training loops branch on this, never on values they would have to read back from a GPU, so that a
     step's work is queued without waiting for the device."""
+
     sizes: tuple[tuple[int, ...], ...]  # [steps][clients]
 
     @classmethod
@@ -212,6 +227,7 @@ class StepPlan:
 
 # ---------------------------------------------------------------- dropout masks keyed by client
 
+
 class DropoutDraws:
     """Each client's dropout masks, drawn step by step from its own (seed, round, client) generator: the
     same masks whichever path or chunk trains the client. The generator and the draws are on the model's
@@ -222,8 +238,11 @@ class DropoutDraws:
         self.modules = dropout_masks(model)
         self.shapes = mask_shapes(model, example_input) if self.modules else {}
         self.device = example_input.device
-        self.generators = [generator_for(seed, round_, client, DROPOUT_STREAM, device=self.device)
-                           for client in members] if self.modules else []
+        self.generators = (
+            [generator_for(seed, round_, client, DROPOUT_STREAM, device=self.device) for client in members]
+            if self.modules
+            else []
+        )
         self.batch_size = batch_size
 
     def one(self, c: int) -> dict:
@@ -240,9 +259,15 @@ class DropoutDraws:
         if not self.modules:
             return {}
         per_client = [self.one(c) if on else None for c, on in enumerate(stepping)]
-        return {name: torch.stack([m[name] if m is not None else torch.zeros(self.batch_size, *self.shapes[name],
-                                                                              device=self.device)
-                                   for m in per_client]) for name in self.modules}
+        return {
+            name: torch.stack(
+                [
+                    m[name] if m is not None else torch.zeros(self.batch_size, *self.shapes[name], device=self.device)
+                    for m in per_client
+                ]
+            )
+            for name in self.modules
+        }
 
 
 class AugmentDraws:
@@ -253,8 +278,9 @@ class AugmentDraws:
 
     def __init__(self, members: list[int], seed: int, round_: int, batch_size: int, fill: torch.Tensor):
         self.device = fill.device
-        self.generators = [generator_for(seed, round_, client, AUGMENT_STREAM, device=self.device)
-                           for client in members]
+        self.generators = [
+            generator_for(seed, round_, client, AUGMENT_STREAM, device=self.device) for client in members
+        ]
         self.batch_size, self.fill = batch_size, fill
 
     def draws(self, c: int) -> torch.Tensor:
@@ -276,10 +302,13 @@ class AugmentDraws:
 
 def mask_shapes(model, example_input: torch.Tensor) -> dict:
     """The feature shape reaching each dropout, from one forward pass of one example."""
-    shapes, hooks = {}, []
+    shapes, hooks = {}, []  # type: ignore[var-annotated]
     for name, module in dropout_masks(model).items():
-        hooks.append(module.register_forward_hook(
-            lambda mod, args, out, name=name: shapes.__setitem__(name, tuple(args[0].shape[1:]))))
+        hooks.append(
+            module.register_forward_hook(
+                lambda mod, args, out, name=name: shapes.__setitem__(name, tuple(args[0].shape[1:]))
+            )
+        )
     was_training = model.training
     try:
         with torch.no_grad():
@@ -293,6 +322,7 @@ def mask_shapes(model, example_input: torch.Tensor) -> dict:
 
 
 # ---------------------------------------------------------------- the local objective
+
 
 def make_objective(model, algorithm, hp, record_correct: bool = True):
     """objective(params, extra, x, y, w, keep, shared, ctx) -> (total, (data_loss, correct)) for one
@@ -317,6 +347,7 @@ def make_objective(model, algorithm, hp, record_correct: bool = True):
         # A client with no samples in this step (finished or padding) contributes nothing at all.
         correct = logits.detach().argmax(-1) == y if record_correct else torch.zeros_like(y, dtype=torch.bool)
         return total * (count > 0), (data_loss, correct)
+
     return objective
 
 
@@ -362,9 +393,11 @@ def masked_pull(pull: dict, active: torch.Tensor, stacked: dict) -> dict:
 
 # ---------------------------------------------------------------- one cohort chunk
 
+
 @dataclass
 class CohortJob:
     """Everything one chunk of a round's cohort trains with."""
+
     model: torch.nn.Module
     algorithm: object
     hp: dict
@@ -402,8 +435,12 @@ class CohortOutcome:
 def by_hand_applies(job: CohortJob) -> bool:
     """The hand-written batched MLP layers give the gradients (pipeline.cohort_mlp); they do not report
     each presentation's correctness, so a run that records it takes vmap."""
-    return (cohort_mlp.is_plain_mlp(job.model) and job.algorithm.penalty_affine is not None and not job.record_correct
-            and not job.fixed)
+    return (
+        cohort_mlp.is_plain_mlp(job.model)
+        and job.algorithm.penalty_affine is not None  # type: ignore[attr-defined]
+        and not job.record_correct
+        and not job.fixed
+    )
 
 
 def fused_sgd_applies(job: CohortJob, affine) -> bool:
@@ -411,8 +448,13 @@ def fused_sgd_applies(job: CohortJob, affine) -> bool:
     tracker, or one that can read what it observes off the displacement (`displacement_tracker_applies`):
     the whole step, the penalty's pull included, runs inside the hand-written backward pass."""
     opt = job.optimizer
-    return (by_hand_applies(job) and isinstance(opt, SGD) and not opt.momentum and not opt.weight_decay
-            and (job.tracker_factory is None or displacement_tracker_applies(job, affine)))
+    return (
+        by_hand_applies(job)
+        and isinstance(opt, SGD)
+        and not opt.momentum
+        and not opt.weight_decay
+        and (job.tracker_factory is None or displacement_tracker_applies(job, affine))
+    )
 
 
 def displacement_tracker_applies(job: CohortJob, affine) -> bool:
@@ -431,15 +473,20 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     data, index, weight = job.data, job.index, job.weight
     presence = batch_norm_presence(job.model)
     keep_dim = None if job.keep is None else 0
-    step_fn = compiled(vmap(grad_and_value(job.objective, has_aux=True),
-                            in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0)), job.compile)
+    step_fn = compiled(
+        vmap(
+            grad_and_value(job.objective, has_aux=True),  # type: ignore[arg-type]
+            in_dims=(0, 0, 0, 0, 0, keep_dim, None, 0),
+        ),
+        job.compile,
+    )
     affine = closed_form_penalty(job.algorithm, job.hp, job.shared, job.contexts)
     by_hand = by_hand_applies(job)
     fused = fused_sgd_applies(job, affine)
-    pull = fused and penalty_pull(affine, job.optimizer.lr)
+    pull = fused and penalty_pull(affine, job.optimizer.lr)  # type: ignore[attr-defined]
     from_displacement = fused and job.tracker_factory is not None
     start = {name: value.clone() for name, value in stacked.items()} if from_displacement else None
-    tracker = job.tracker_factory() if job.tracker_factory and not from_displacement else None
+    tracker = job.tracker_factory() if job.tracker_factory and not from_displacement else None  # type: ignore[operator]
     opt_state: dict = {}
     loss_sum = torch.zeros(index.shape[1], device=weight.device)
     steps_done = torch.zeros(index.shape[1], device=weight.device)
@@ -448,35 +495,57 @@ def train_vectorized(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     for s in range(index.shape[0]):
         w = weight[s]
         active = w.sum(1) > 0
-        stepping, everyone = job.plan.stepping(s), job.plan.everyone(s)  # `active` on the host
+        stepping, everyone = job.plan.stepping(s), job.plan.everyone(s)  # type: ignore[union-attr]  # `active` on the host
         x, y = data.inputs(index[s]), gather_rows(data.y, index[s])
         if job.augment is not None:
             x = job.augment.stacked(x, stepping)
         if fused:
-            step_pull = pull if pull is None or everyone else masked_pull(pull, active, stacked)
-            data_loss = cohort_mlp.cohort_sgd_step(job.model, stacked, x, y, w, job.optimizer.lr, step_pull, job.keep,
-                                                   shares[s])
+            step_pull = pull if pull is None or everyone else masked_pull(pull, active, stacked)  # type: ignore[arg-type]
+            data_loss = cohort_mlp.cohort_sgd_step(
+                job.model,
+                stacked,
+                x,
+                y,
+                w,
+                job.optimizer.lr,  # type: ignore[attr-defined]
+                step_pull,  # type: ignore[arg-type]
+                job.keep,
+                shares[s],  # type: ignore[index]
+            )
         else:
             if by_hand:
-                data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep, shares[s])
+                data_grads, data_loss = cohort_mlp.cohort_grads(job.model, stacked, x, y, w, job.keep, shares[s])  # type: ignore[index]
             else:
                 present = {name: (w > 0).to(w.dtype) for name in presence}
                 masks = {**job.dropout.stacked(stepping), **job.fixed, **buffers, **present}
-                data_grads, (_, (data_loss, right)) = step_fn(stacked, masks, x, y, w, job.keep, job.shared,
-                                                              job.contexts)
+                data_grads, (_, (data_loss, right)) = step_fn(
+                    stacked, masks, x, y, w, job.keep, job.shared, job.contexts
+                )
                 if correct is not None:
                     correct[s] = right & (w > 0)
             grads = add_penalty_gradient(data_grads, affine, stacked)
-            taken = job.optimizer.step(stacked, grads, opt_state, active, keep_steps=tracker is not None,
-                                       everyone=everyone)
+            taken = job.optimizer.step(  # type: ignore[attr-defined]
+                stacked,
+                grads,
+                opt_state,
+                active,
+                keep_steps=tracker is not None,
+                everyone=everyone,
+            )
             if tracker is not None:
                 tracker.update(data_grads, taken, active, stepping)
         loss_sum += data_loss.detach() * active
         steps_done += active
     if from_displacement:
         offset = {name: 0.0 for name in stacked} if affine is None else affine[1]
-        tracker = job.tracker_factory.from_sgd_displacement(start, stacked, steps_done.long(), job.optimizer.lr,
-                                                            offset, job.plan.steps_per_client())
+        tracker = job.tracker_factory.from_sgd_displacement(  # type: ignore[attr-defined]
+            start,
+            stacked,
+            steps_done.long(),
+            job.optimizer.lr,  # type: ignore[attr-defined]
+            offset,
+            job.plan.steps_per_client(),  # type: ignore[union-attr]
+        )
     return CohortOutcome(loss_sum / steps_done.clamp_min(1), steps_done.long(), tracker, correct)
 
 
@@ -497,13 +566,15 @@ def sequential_step_function(objective, compile_mode: str = "off"):
 
 def autograd_grad_and_value(objective):
     """`torch.func.grad_and_value(objective, has_aux=True)` for one client, by plain autograd."""
+
     def step(params: dict, *rest):
         with torch.enable_grad():  # as torch.func's grad, whatever the caller's grad mode
             leaves = {name: value.detach().requires_grad_(True) for name, value in params.items()}
             total, (data_loss, correct) = objective(leaves, *rest)
             grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
-        grads = {name: torch.zeros_like(leaves[name]) if g is None else g for name, g in zip(leaves, grads)}
+        grads = {name: torch.zeros_like(leaves[name]) if g is None else g for name, g in zip(leaves, grads)}  # type: ignore[assignment]
         return grads, (total.detach(), (data_loss.detach(), correct))
+
     return step
 
 
@@ -517,7 +588,7 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
     step_fn = sequential_step_function(job.objective, job.compile)
     index, weight = job.index, job.weight
     batch = index.shape[2]
-    tracker = job.tracker_factory() if job.tracker_factory else None
+    tracker = job.tracker_factory() if job.tracker_factory else None  # type: ignore[operator]
     losses, steps = [], []
     correct = torch.zeros(index.shape, dtype=torch.bool, device=weight.device) if job.record_correct else None
     for c in range(index.shape[1]):
@@ -526,12 +597,12 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
         fixed = slice_tree(job.fixed, c)
         ctx = slice_tree(job.contexts, c)
         keep = None if job.keep is None else job.keep[c]
-        own_tracker = job.tracker_factory() if job.tracker_factory else None
+        own_tracker = job.tracker_factory() if job.tracker_factory else None  # type: ignore[operator]
         affine = closed_form_penalty(job.algorithm, job.hp, job.shared, ctx)
         opt_state: dict = {}
         loss_sum, steps_done = torch.zeros((), dtype=torch.float64, device=weight.device), 0
         for s in range(index.shape[0]):
-            count = job.plan.sizes[s][c]
+            count = job.plan.sizes[s][c]  # type: ignore[union-attr]
             if count == 0:
                 continue
             samples, w, masks = index[s, c], weight[s, c], job.dropout.one(c)
@@ -540,12 +611,13 @@ def train_sequential(job: CohortJob, stacked: dict, buffers: dict) -> CohortOutc
             x = job.data.inputs(samples)
             if job.augment is not None:
                 x = job.augment.one(c, x, count)
-            data_grads, (_, (data_loss, right)) = step_fn(params, {**own_buffers, **masks, **fixed}, x,
-                                                          job.data.y[samples], w, keep, job.shared, ctx)
+            data_grads, (_, (data_loss, right)) = step_fn(
+                params, {**own_buffers, **masks, **fixed}, x, job.data.y[samples], w, keep, job.shared, ctx
+            )
             if correct is not None:
                 correct[s, c, :count] = right
             grads = add_penalty_gradient(data_grads, affine, params)
-            taken = job.optimizer.step(params, grads, opt_state, None, keep_steps=own_tracker is not None)
+            taken = job.optimizer.step(params, grads, opt_state, None, keep_steps=own_tracker is not None)  # type: ignore[attr-defined]
             if own_tracker is not None:
                 own_tracker.update(data_grads, taken, None)
             loss_sum += data_loss.detach().to(torch.float64)

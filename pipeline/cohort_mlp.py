@@ -6,6 +6,7 @@ stacked weights [clients, out, in], the backward pass two `bmm`s per layer. Same
 objective (tests/test_engine.py compares both with the one-client-at-a-time reference), far fewer
 operations per step: on this 2-core CPU this is what makes small batches (B = 10) cheap.
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,8 +19,11 @@ from pipeline.losses import masked_logits
 def is_plain_mlp(model) -> bool:
     """Flatten first, then only Linear and ReLU: the shape this module differentiates by hand."""
     layers = list(model) if isinstance(model, nn.Sequential) else []
-    return (len(layers) > 1 and isinstance(layers[0], nn.Flatten)
-            and all(isinstance(m, (nn.Linear, nn.ReLU)) for m in layers[1:]))
+    return (
+        len(layers) > 1
+        and isinstance(layers[0], nn.Flatten)
+        and all(isinstance(m, (nn.Linear, nn.ReLU)) for m in layers[1:])
+    )
 
 
 def cohort_grads(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, keep=None, share=None):
@@ -31,8 +35,17 @@ def cohort_grads(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torc
     return backward(model, stacked, delta, linear_inputs, relu_outputs), data_loss
 
 
-def cohort_sgd_step(model, stacked: dict, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, lr: float,
-                    pull: dict | None = None, keep=None, share=None):
+def cohort_sgd_step(
+    model,
+    stacked: dict,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    w: torch.Tensor,
+    lr: float,
+    pull: dict | None = None,
+    keep=None,
+    share=None,
+):
     """One plain SGD step (no momentum or weight decay) applied during the backward pass:
     θ ← θ − lr·g as one `baddbmm_` per weight, never materialising g. Returns the data loss.
 
@@ -92,8 +105,9 @@ def forward(model, stacked, x, y, w, keep=None, share=None):
     return delta.mul_(share.unsqueeze(-1)), data_loss, linear_inputs, relu_outputs
 
 
-def backward(model, stacked, delta, linear_inputs, relu_outputs, lr: float | None = None,
-             pull: dict | None = None) -> dict:
+def backward(
+    model, stacked, delta, linear_inputs, relu_outputs, lr: float | None = None, pull: dict | None = None
+) -> dict:
     """The gradients (lr None), or the SGD step applied in place (lr given; returns {})."""
     grads = {}
     layers = list(model)

@@ -22,6 +22,7 @@ leaves out the penalised algorithms' extra passes and evaluation's own speed, an
 than most runs' (a larger cohort fills the GPU better). A model the benchmark did not measure divides by
 an assumed throughput (`GPU_TFLOPS`), and the plan says for how many runs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,8 +34,7 @@ from pathlib import Path
 import torch
 
 from pipeline.clientdata import sample_cohort
-from pipeline.inputs import dataset_spec
-from pipeline.inputs import PARTITION_RECORDS
+from pipeline.inputs import PARTITION_RECORDS, dataset_spec
 from pipeline.paths import RUNS_DIR
 
 # Effective fp32 training throughput assumed for one H100-class GPU on these small models and batches
@@ -69,8 +69,9 @@ def forward_flops(model: torch.nn.Module, image_shape) -> int:
         nonlocal total
         total += layer_forward_flops(module, output)
 
-    hooks = [m.register_forward_hook(count) for m in model.modules() if isinstance(m, (torch.nn.Linear,
-                                                                                       torch.nn.Conv2d))]
+    hooks = [
+        m.register_forward_hook(count) for m in model.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))
+    ]
     height, width, channels = image_shape
     was_training = model.training
     try:
@@ -170,6 +171,7 @@ def benchmark_throughput(path: Path = BENCHMARK_RESULTS) -> dict[str, float]:
 @dataclass(frozen=True)
 class GpuRates:
     """The committed device benchmark's FLOP/s by (model, norm), and the GPU it ran on (None: no results)."""
+
     by_model_and_norm: dict
     device: str | None = None
 
@@ -214,6 +216,10 @@ def run_cost(settings: dict, params: dict, throughput: dict[str, float], gpu: Gp
     flops *= len(settings["seeds"])
     rate = throughput.get(settings["model"])
     gpu_rate = (gpu or GpuRates({})).rate(settings["model"], settings.get("norm"))
-    return {"flops": flops, "cpu_seconds": flops / rate if rate else None,
-            "gpu_seconds": flops / (gpu_rate or GPU_TFLOPS * 1e12), "gpu_measured": gpu_rate is not None,
-            "parameters": parameters}
+    return {
+        "flops": flops,
+        "cpu_seconds": flops / rate if rate else None,
+        "gpu_seconds": flops / (gpu_rate or GPU_TFLOPS * 1e12),
+        "gpu_measured": gpu_rate is not None,
+        "parameters": parameters,
+    }

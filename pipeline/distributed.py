@@ -19,6 +19,7 @@ The device a run trains on is chosen here too (`device_type`, FEDFORGET_DEVICE),
 (`apply_kernel_settings`, FEDFORGET_DETERMINISTIC) and its description in timing.json (`describe_device`);
 docs/scaling.md says what is reproducible bit for bit on which device.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -84,9 +85,11 @@ def start(options: RuntimeOptions = RuntimeOptions()) -> Ranks | None:
         dist.init_process_group(backend, timeout=timeout)
     except (ValueError, RuntimeError) as error:  # no MASTER_ADDR, nobody listening, a rank that never came
         first = (str(error).strip().splitlines() or ["no reason given"])[0]
-        raise UserError(f"torch.distributed: rank {rank} of {size}: the rendezvous at {address} did not complete "
-                        f"within {options.dist_timeout:g} s ({first}); start every rank with torchrun, "
-                        f"or set MASTER_ADDR/MASTER_PORT to a reachable rank 0") from None
+        raise UserError(
+            f"torch.distributed: rank {rank} of {size}: the rendezvous at {address} did not complete "
+            f"within {options.dist_timeout:g} s ({first}); start every rank with torchrun, "
+            f"or set MASTER_ADDR/MASTER_PORT to a reachable rank 0"
+        ) from None
     return Ranks(rank, size, local_rank)
 
 
@@ -105,8 +108,9 @@ def backend_for(device: str, requested: str | None = None) -> str:
     if not requested:
         return "nccl" if device == "cuda" else "gloo"
     if requested == "nccl" and device != "cuda":
-        raise UserError(f"{BACKEND_VARIABLE}: nccl needs ranks training on CUDA (this run trains on {device}); "
-                        "use gloo")
+        raise UserError(
+            f"{BACKEND_VARIABLE}: nccl needs ranks training on CUDA (this run trains on {device}); use gloo"
+        )
     return requested
 
 
@@ -114,8 +118,10 @@ def processes_exceed_gpus(per_node: int, gpus: int, backend: str) -> str | None:
     """Why `per_node` processes cannot train on a node with `gpus` GPUs over `backend`, or None: NCCL
     needs a GPU per process; gloo lets processes share GPUs (round-robin)."""
     if backend == "nccl" and per_node > gpus:
-        return (f"{per_node} processes on a node with {gpus} GPU{'s' * (gpus != 1)}: NCCL needs a GPU of its own "
-                f"for each; allowed: --nproc-per-node up to {gpus}, or {BACKEND_VARIABLE}=gloo to share them")
+        return (
+            f"{per_node} processes on a node with {gpus} GPU{'s' * (gpus != 1)}: NCCL needs a GPU of its own "
+            f"for each; allowed: --nproc-per-node up to {gpus}, or {BACKEND_VARIABLE}=gloo to share them"
+        )
     return None
 
 
@@ -155,6 +161,7 @@ def state_digest(state: dict) -> str:
         elif torch.is_tensor(tree):
             digest.update(prefix.encode())
             digest.update(tree.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+
     add("", state)
     return digest.hexdigest()
 
@@ -166,9 +173,11 @@ def check_agreement(ranks: Ranks | None, state: dict, round_: int, device: torch
         return
     digests = all_gather(ranks, state_digest(state), device, f"comparing the ranks' states after round {round_}")
     if len(set(digests)) > 1:
-        raise UserError(f"torch.distributed: the ranks' server states differ after round {round_} "
-                        "(non-deterministic kernels on this device?); set FEDFORGET_DETERMINISTIC=1 "
-                        "(use_deterministic_kernels), or train this run in one process")
+        raise UserError(
+            f"torch.distributed: the ranks' server states differ after round {round_} "
+            "(non-deterministic kernels on this device?); set FEDFORGET_DETERMINISTIC=1 "
+            "(use_deterministic_kernels), or train this run in one process"
+        )
 
 
 def stop(ranks: Ranks | None) -> None:
@@ -222,29 +231,43 @@ def describe_device(device: torch.device) -> dict:
     info = {"type": device.type, "torch": torch.__version__}
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
-        info.update({"name": torch.cuda.get_device_name(index),
-                     "capability": ".".join(map(str, torch.cuda.get_device_capability(index))),
-                     "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()})
+        info.update(
+            {
+                "name": torch.cuda.get_device_name(index),
+                "capability": ".".join(map(str, torch.cuda.get_device_capability(index))),
+                "cuda": torch.version.cuda,  # type: ignore[dict-item]
+                "cudnn": torch.backends.cudnn.version(),
+            }
+        )
     else:
-        info.update({"name": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                     "threads": torch.get_num_threads()})
-    info.update({
-        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-        "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
-        "cudnn_deterministic": torch.backends.cudnn.deterministic,
-        "cudnn_benchmark": torch.backends.cudnn.benchmark,
-    })
+        info.update(
+            {
+                "name": cpu_model(),
+                "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                "threads": torch.get_num_threads(),  # type: ignore[dict-item]
+            }
+        )
+    info.update(
+        {
+            "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+            "tf32_cudnn": torch.backends.cudnn.allow_tf32,  # type: ignore[dict-item]
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),  # type: ignore[dict-item]
+            "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),  # type: ignore[dict-item]
+            "cudnn_deterministic": torch.backends.cudnn.deterministic,  # type: ignore[dict-item]
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,  # type: ignore[dict-item]
+        }
+    )
     return info
 
 
 def check_cohort_size(ranks: Ranks | None, cohort_size: int, run: str) -> None:
     """Each rank must train at least one client of every round."""
     if ranks is not None and ranks.size > cohort_size:
-        raise UserError(f"torchrun: {ranks.size} processes exceed run {run}'s cohort of {cohort_size} clients a "
-                        f"round; allowed: 1 to {cohort_size} processes (--nproc-per-node x --nnodes)")
+        raise UserError(
+            f"torchrun: {ranks.size} processes exceed run {run}'s cohort of {cohort_size} clients a "
+            f"round; allowed: 1 to {cohort_size} processes (--nproc-per-node x --nnodes)"
+        )
 
 
 def positions_of_rank(count: int, ranks: Ranks | None) -> list[int]:
@@ -271,8 +294,10 @@ class PeerLost(UserError):
 
 def lost_contact(ranks: Ranks, what: str, error: Exception) -> PeerLost:
     first = (str(error).strip().splitlines() or ["no reason given"])[0]
-    return PeerLost(f"torch.distributed: rank {ranks.rank} lost the other ranks while {what} (a rank died, or "
-                     f"the network failed: {first}); no outputs were written, rerun to resume from the checkpoint")
+    return PeerLost(
+        f"torch.distributed: rank {ranks.rank} lost the other ranks while {what} (a rank died, or "
+        f"the network failed: {first}); no outputs were written, rerun to resume from the checkpoint"
+    )
 
 
 def all_gather(ranks: Ranks, mine, device: torch.device, what: str) -> list:

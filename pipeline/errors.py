@@ -5,6 +5,7 @@ with a message that names the key path or file, what was wrong and what is allow
 through `exit_on_user_error`, so such a mistake prints one line and exits non-zero, never a traceback.
 Bugs (any other exception) still show their traceback: those are ours to fix.
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,4 +29,5 @@ def exit_on_user_error(main):
         except KeyboardInterrupt:
             print("error: interrupted", file=sys.stderr)
             sys.exit(130)
+
     return wrapped

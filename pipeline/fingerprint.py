@@ -1,6 +1,7 @@
-"""Fingerprint stage: the code a train stage runs, summed up in small files the train stages depend on.
+"""Fingerprint stage: the code each stage runs, summed up in small files the stages depend on.
 
-    python -m pipeline.fingerprint    # -> fingerprint/engine.json, fingerprint/algorithms/<name>.json
+    python -m pipeline.fingerprint    # -> fingerprint/engine.json, fingerprint/algorithms/<name>.json,
+                                      #    fingerprint/commands/<command>.json
 
 A module's digest is the digest of its syntax tree with the docstrings taken out (comments are not in
 the tree at all), written out in a canonical form that no formatting and no Python version from 3.10
@@ -15,9 +16,15 @@ stages, which then write their outputs again from each seed's kept result (pipel
 training. Each algorithm's module has its own file, so that a train stage depends on its own
 algorithm only: adding or editing one algorithm reruns no other algorithm's runs.
 
+The other stages (download, partition, resolve, report) depend on the same kind of file for their own
+command, fingerprint/commands/<command>.json: every module the command imports, by its code. So every
+stage depends on exactly the code it runs (tests/unit/test_stage_dependencies.py), and a comment anywhere
+reruns none of them.
+
 Why a stage of its own: DVC parses and rewrites a whole dvc.lock after every stage it runs, so each
 line of a lock costs every stage; one small file stands for the ~30 modules a train stage runs.
 """
+
 from __future__ import annotations
 
 import ast
@@ -30,17 +37,41 @@ from pipeline.io import write_json
 
 OUTPUT = Path("fingerprint/engine.json")
 ALGORITHM_OUTPUTS = Path("fingerprint/algorithms")
+COMMAND_OUTPUTS = Path("fingerprint/commands")
+# The other stages' commands: the module each runs (`python -m <module>`), by the name its file has here.
+COMMANDS = {
+    "download": "pipeline/download.py",
+    "partition": "pipeline/partition.py",
+    "resolve": "pipeline/resolve.py",
+    "report": "pipeline/report/__main__.py",
+}
+REPORT_DIR = "pipeline/report"
 PACKAGE = "pipeline"
 TRAIN_COMMAND = "pipeline/train.py"
 ALGORITHMS_DIR = "pipeline/algorithms"
 # The train command's modules that decide no number: how the command runs, how results are written,
 # what is valid, where files live. Every other module it imports is the engine.
-NOT_NUMERIC = frozenset(f"pipeline/{name}" for name in (
-    "__init__.py", "train.py", "outputs.py", "probe_files.py", "launch.py", "results.py", "options.py",
-    "checks.py", "paths.py", "errors.py", "io.py", "fingerprint.py"))
+NOT_NUMERIC = frozenset(
+    f"pipeline/{name}"
+    for name in (
+        "__init__.py",
+        "train.py",
+        "outputs.py",
+        "probe_files.py",
+        "launch.py",
+        "results.py",
+        "options.py",
+        "checks.py",
+        "paths.py",
+        "errors.py",
+        "io.py",
+        "fingerprint.py",
+    )
+)
 
 
 # ---------------------------------------------------------------- a module's code, without its prose
+
 
 def strip_docstrings(tree: ast.AST) -> ast.AST:
     """The tree with the docstring (a leading string expression) of every module, class and function
@@ -48,8 +79,12 @@ def strip_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:]
     return tree
 
@@ -64,8 +99,11 @@ def canonical(node) -> str:
     fields in order (ast.dump's output differs between versions: 3.12 adds `type_params=[]`, 3.13 drops
     empty fields)."""
     if isinstance(node, ast.AST):
-        fields = [f"{name}={canonical(value)}" for name, value in ast.iter_fields(node)
-                  if name not in IGNORED_FIELDS and value is not None and value != []]
+        fields = [
+            f"{name}={canonical(value)}"
+            for name, value in ast.iter_fields(node)
+            if name not in IGNORED_FIELDS and value is not None and value != []
+        ]
         return f"{type(node).__name__}({', '.join(fields)})"
     if isinstance(node, list):
         return "[" + ", ".join(canonical(item) for item in node) + "]"
@@ -78,6 +116,7 @@ def code_digest(source: str) -> str:
 
 
 # ---------------------------------------------------------------- which modules a train stage runs
+
 
 def module_path(name: str, root: Path) -> str | None:
     """The repository path of a dotted module of the package (a package's __init__.py), or None."""
@@ -96,11 +135,11 @@ def imports_of(path: str, root: Path) -> set[str]:
     parts = Path(path).with_suffix("").parts
     package = parts[:-1] if parts[-1] == "__init__" else parts[:-1]
     names = []
-    for node in ast.walk(ast.parse((root / path).read_text())):
+    for node in ast.walk(without_type_checking(ast.parse((root / path).read_text()))):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                up = package[:len(package) - node.level + 1]
+                up = package[: len(package) - node.level + 1]
                 base = ".".join([*up, *([node.module] if node.module else [])])
             names += [base] + [f"{base}.{alias.name}" for alias in node.names]
         elif isinstance(node, ast.Import):
@@ -114,6 +153,14 @@ def imports_of(path: str, root: Path) -> set[str]:
                 if file is not None:
                     found.add(file)
     return found - {path}
+
+
+def without_type_checking(tree: ast.AST) -> ast.AST:
+    """The tree without the bodies of `if TYPE_CHECKING:` blocks: imports for type checkers only, never run."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING":
+            node.body = []
+    return tree
 
 
 def closure(start: list[str], root: Path) -> set[str]:
@@ -131,8 +178,11 @@ def closure(start: list[str], root: Path) -> set[str]:
 def algorithm_files(root: Path) -> dict[str, str]:
     """Each algorithm's name -> its module file (found as pipeline.algorithms finds them: every module of
     the folder but common.py and names starting with _)."""
-    return {path.stem: path.relative_to(root).as_posix() for path in sorted((root / ALGORITHMS_DIR).glob("*.py"))
-            if path.stem != "common" and not path.stem.startswith("_")}
+    return {
+        path.stem: path.relative_to(root).as_posix()
+        for path in sorted((root / ALGORITHMS_DIR).glob("*.py"))
+        if path.stem != "common" and not path.stem.startswith("_")
+    }
 
 
 def train_closure(root: Path) -> set[str]:
@@ -140,6 +190,31 @@ def train_closure(root: Path) -> set[str]:
     and what each algorithm imports (the algorithms themselves are loaded by name at run time)."""
     algorithms = algorithm_files(root)
     return closure([TRAIN_COMMAND, *algorithms.values()], root) - set(algorithms.values())
+
+
+def command_closure(command: str, root: Path) -> set[str]:
+    """The modules stage command `command` (a COMMANDS key) runs: what its module imports, and what is loaded by
+    name at run time: every algorithm where the algorithms package is imported (their HYPERPARAMS are resolved,
+    their `check` validates), every paper's report module for the report."""
+    start = [COMMANDS[command]]
+    if command == "report":
+        start += [f"{REPORT_DIR}/{name}.py" for name in report_modules(root)]
+    found = closure(start, root)
+    if f"{ALGORITHMS_DIR}/__init__.py" in found:
+        found = closure([*found, *algorithm_files(root).values()], root)
+    return found
+
+
+def report_modules(root: Path) -> list[str]:
+    """The papers' report modules (pipeline/papers.py's PAPERS, each a pipeline/report/<paper>.py)."""
+    papers = ast.literal_eval(
+        next(
+            node.value
+            for node in ast.walk(ast.parse((root / "pipeline/papers.py").read_text()))
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TITLES"
+        )
+    )
+    return sorted(papers)
 
 
 def file_digests(paths, root: Path) -> dict[str, str]:
@@ -168,15 +243,30 @@ def run_code_digest(algorithm: str, root: Path | None = None) -> str:
     return combined_digest(file_digests([*engine_modules(root), files[algorithm]], root))
 
 
+def command_fingerprints(root: Path) -> dict[str, dict]:
+    """{command: its file's content}: every module the command runs and one sha256 over them."""
+    out = {}
+    for command in COMMANDS:
+        digests = file_digests(command_closure(command, root), root)
+        out[command] = {"modules": digests, "sha256": combined_digest(digests)}
+    return out
+
+
 def fingerprints(root: Path) -> tuple[dict, dict[str, dict]]:
     """(engine.json's content, {algorithm: its file's content})."""
     closure_files = train_closure(root)
     engine = file_digests(closure_files - NOT_NUMERIC, root)
     other = file_digests(closure_files & NOT_NUMERIC, root)
-    record = {"engine": engine, "not_numeric": other, "engine_sha256": combined_digest(engine),
-              "sha256": combined_digest({**engine, **other})}
-    algorithms = {name: {"file": path, "sha256": code_digest((root / path).read_text())}
-                  for name, path in algorithm_files(root).items()}
+    record = {
+        "engine": engine,
+        "not_numeric": other,
+        "engine_sha256": combined_digest(engine),
+        "sha256": combined_digest({**engine, **other}),
+    }
+    algorithms = {
+        name: {"file": path, "sha256": code_digest((root / path).read_text())}
+        for name, path in algorithm_files(root).items()
+    }
     return record, algorithms
 
 
@@ -191,8 +281,14 @@ def main() -> None:
     for stale in ALGORITHM_OUTPUTS.glob("*.json"):
         if stale.stem not in algorithms:
             stale.unlink()
-    print(f"{OUTPUT}: {len(record['engine'])} engine modules and {len(record['not_numeric'])} others, "
-          f"sha256 {record['sha256'][:16]}; {len(algorithms)} algorithms -> {ALGORITHM_OUTPUTS}/")
+    COMMAND_OUTPUTS.mkdir(parents=True, exist_ok=True)
+    for command, content in command_fingerprints(root).items():
+        write_json(COMMAND_OUTPUTS / f"{command}.json", content)
+    print(
+        f"{OUTPUT}: {len(record['engine'])} engine modules and {len(record['not_numeric'])} others, "
+        f"sha256 {record['sha256'][:16]}; {len(algorithms)} algorithms -> {ALGORITHM_OUTPUTS}/; "
+        f"{len(COMMANDS)} other commands -> {COMMAND_OUTPUTS}/"
+    )
 
 
 if __name__ == "__main__":

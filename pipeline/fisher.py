@@ -5,6 +5,7 @@ square of a mini-batch gradient (a common shortcut that underestimates F by up t
 `labels="true"` uses the data's labels (the empirical Fisher); `labels="sampled"` draws y_i from the
 model's own predictive distribution (the true Fisher's Monte-Carlo estimate).
 """
+
 from __future__ import annotations
 
 import torch
@@ -32,7 +33,8 @@ def per_sample_log_likelihood_grads(model, params, x, y, buffers=None):
 
 def is_layer_stack(model) -> bool:
     return isinstance(model, nn.Sequential) and all(
-        isinstance(m, LAYER_STACK) and (not isinstance(m, nn.Conv2d) or m.groups == 1) for m in model)
+        isinstance(m, LAYER_STACK) and (not isinstance(m, nn.Conv2d) or m.groups == 1) for m in model
+    )
 
 
 def layer_stack_squared_grads(model, params, x, y) -> dict:
@@ -55,24 +57,26 @@ def layer_stack_squared_grads(model, params, x, y) -> dict:
             if isinstance(layer, nn.Linear):
                 h = F.linear(h, weight, bias.detach() if bias is not None else None)
             else:
-                h = F.conv2d(h, weight, bias.detach() if bias is not None else None, layer.stride, layer.padding,
-                             layer.dilation)
-            records[-1] += (h,)
+                h = F.conv2d(
+                    h, weight, bias.detach() if bias is not None else None, layer.stride, layer.padding, layer.dilation
+                )
+            records[-1] += (h,)  # type: ignore[assignment]
         else:  # ReLU, Flatten, pooling; Dropout is the identity in eval mode, where the Fisher is taken
             h = layer(h)
     loss = F.cross_entropy(h, y, reduction="sum")
-    output_grads = torch.autograd.grad(loss, [record[3] for record in records])
+    output_grads = torch.autograd.grad(loss, [record[3] for record in records])  # type: ignore[misc]
     squared = {}
-    for (name, layer, a, _), g in zip(records, output_grads):
+    for (name, layer, a, _), g in zip(records, output_grads):  # type: ignore[misc]
         if isinstance(layer, nn.Linear):
             g2 = g * g
             squared[f"{name}.weight"] = g2.T @ (a * a)
             bias_grad = g
         else:
             g = g.flatten(2)  # [N, out, L]
-            squared[f"{name}.weight"] = sum(
-                conv_squared_weight_grads(layer, a[start:start + CONV_SLICE], g[start:start + CONV_SLICE])
-                for start in range(0, len(a), CONV_SLICE)).view_as(layer.weight)
+            squared[f"{name}.weight"] = sum(  # type: ignore[union-attr]
+                conv_squared_weight_grads(layer, a[start : start + CONV_SLICE], g[start : start + CONV_SLICE])
+                for start in range(0, len(a), CONV_SLICE)
+            ).view_as(layer.weight)
             bias_grad = g.sum(2)
         if layer.bias is not None:
             squared[f"{name}.bias"] = (bias_grad * bias_grad).sum(0)
@@ -91,8 +95,16 @@ def conv_squared_weight_grads(layer, a: torch.Tensor, g: torch.Tensor) -> torch.
     return (per_sample * per_sample).sum(0)
 
 
-def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, labels: str = "true",
-                    generator: torch.Generator | None = None, chunk: int = 256, buffers: dict | None = None) -> dict:
+def diagonal_fisher(
+    model,
+    params: dict,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    labels: str = "true",
+    generator: torch.Generator | None = None,
+    chunk: int = 256,
+    buffers: dict | None = None,
+) -> dict:
     """Mean of per-sample squared gradients over (x, y) for each parameter; x already model input. Model
     in eval mode; `buffers` (BatchNorm running statistics) are used, not differentiated."""
     was_training = model.training
@@ -102,13 +114,14 @@ def diagonal_fisher(model, params: dict, x: torch.Tensor, y: torch.Tensor, label
     total = {name: torch.zeros_like(value) for name, value in params.items()}
     with torch.no_grad():
         if labels == "sampled":
-            logits = torch.cat([functional_call(model, {**params, **buffers}, (x[i:i + chunk],))
-                                for i in range(0, len(x), chunk)])
+            logits = torch.cat(
+                [functional_call(model, {**params, **buffers}, (x[i : i + chunk],)) for i in range(0, len(x), chunk)]
+            )
             # Sampled on the CPU, where the (seed, round, client) generator lives, whatever the device.
             probabilities = F.softmax(logits, dim=1).cpu()
             y = torch.multinomial(probabilities, 1, generator=generator).squeeze(1).to(x.device)
     for start in range(0, len(x), chunk):
-        xs, ys = x[start:start + chunk], y[start:start + chunk]
+        xs, ys = x[start : start + chunk], y[start : start + chunk]
         if is_layer_stack(model):
             with torch.enable_grad():
                 for name, value in layer_stack_squared_grads(model, params, xs, ys).items():
@@ -129,7 +142,14 @@ def client_fisher(local, hp: dict) -> dict:
     generator = local.generator(FISHER_STREAM)
     if hp.get("fisher_samples") and hp["fisher_samples"] < len(indices):
         # drawn on the CPU, where the client's generator lives; moved to the indices' device to pick there
-        chosen = torch.randperm(len(indices), generator=generator)[:hp["fisher_samples"]]
+        chosen = torch.randperm(len(indices), generator=generator)[: hp["fisher_samples"]]
         indices = indices[chosen.to(indices.device)]
-    return diagonal_fisher(local.model, local.params, local.data.inputs(indices), local.data.y[indices],
-                           hp["fisher_labels"], generator, buffers=local.buffers)
+    return diagonal_fisher(
+        local.model,
+        local.params,
+        local.data.inputs(indices),
+        local.data.y[indices],
+        hp["fisher_labels"],
+        generator,
+        buffers=local.buffers,
+    )

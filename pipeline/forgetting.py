@@ -10,12 +10,12 @@
 The probes only evaluate models; they never change training (no parameter, optimiser state or random
 stream). Their files and figures are pipeline.probe_files'.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
-
 
 # ---------------------------------------------------------------------------------------------------
 # Measurements
@@ -56,8 +56,7 @@ def local_client_forgetting(post: torch.Tensor, prior: torch.Tensor) -> tuple[to
     return difference, average
 
 
-def forgettable_counts(local_correct: torch.Tensor, global_correct: torch.Tensor,
-                       valid: torch.Tensor) -> torch.Tensor:
+def forgettable_counts(local_correct: torch.Tensor, global_correct: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """Forgettable examples per client (FedWAvg, Hong et al. 2022, section 3.1).
 
     An example is forgettable when "the local model will succeed in predicting these data before
@@ -69,16 +68,20 @@ def forgettable_counts(local_correct: torch.Tensor, global_correct: torch.Tensor
         if value.dtype != torch.bool or value.dim() != 2:
             raise ValueError(f"{name} must be a 2-D bool tensor, got {value.dtype} of shape {tuple(value.shape)}")
     if not local_correct.shape == global_correct.shape == valid.shape:
-        raise ValueError(f"shapes differ: local_correct {tuple(local_correct.shape)}, "
-                         f"global_correct {tuple(global_correct.shape)}, valid {tuple(valid.shape)}")
+        raise ValueError(
+            f"shapes differ: local_correct {tuple(local_correct.shape)}, "
+            f"global_correct {tuple(global_correct.shape)}, valid {tuple(valid.shape)}"
+        )
     return (local_correct & ~global_correct & valid).sum(dim=1, dtype=torch.long)
 
 
 def new_presentation_record(size: int, device=None) -> dict:
     """A client's presentation history in a compact form: `last` is its examples' correctness at their
     latest presentation (-1: never presented yet), `forgets` their forgetting events so far."""
-    return {"last": torch.full((size,), -1, dtype=torch.int8, device=device),
-            "forgets": torch.zeros(size, dtype=torch.int32, device=device)}
+    return {
+        "last": torch.full((size,), -1, dtype=torch.int8, device=device),
+        "forgets": torch.zeros(size, dtype=torch.int32, device=device),
+    }
 
 
 def record_presentations(record: dict, positions: torch.Tensor, correct: torch.Tensor) -> int:
@@ -111,9 +114,12 @@ def presentation_summary(records: dict) -> dict:
     last = torch.cat([r["last"] for r in records.values()]) if records else torch.zeros(0, dtype=torch.int8)
     forgets = torch.cat([r["forgets"] for r in records.values()]) if records else torch.zeros(0, dtype=torch.int32)
     learned = (forgets > 0) | (last == 1)
-    return {"forgetting_events": int(forgets.sum()), "forgotten_examples": int((forgets > 0).sum()),
-            "unforgettable_examples": int((learned & (forgets == 0)).sum()),
-            "never_learned_examples": int((~learned).sum())}
+    return {
+        "forgetting_events": int(forgets.sum()),
+        "forgotten_examples": int((forgets > 0).sum()),
+        "unforgettable_examples": int((learned & (forgets == 0)).sum()),
+        "never_learned_examples": int((~learned).sum()),
+    }
 
 
 def accuracy_spread(per_client: torch.Tensor) -> dict:
@@ -126,5 +132,10 @@ def accuracy_spread(per_client: torch.Tensor) -> dict:
     if values.numel() == 0:
         raise ValueError("accuracy_spread needs at least one client")
     sd = float(values.std(correction=1)) if values.numel() > 1 else math.nan
-    return {"mean": float(values.mean()), "sd": sd, "min": float(values.min()),
-            "worst_client": int(torch.argmin(values)), "max": float(values.max())}
+    return {
+        "mean": float(values.mean()),
+        "sd": sd,
+        "min": float(values.min()),
+        "worst_client": int(torch.argmin(values)),
+        "max": float(values.max()),
+    }

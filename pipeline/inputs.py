@@ -8,6 +8,7 @@ Where things live: the big arrays in DVC's cache under data/ (git-ignored), and 
 git under reports/ (a checksum per file), which is what the train stages depend on, so that a fresh
 clone without the cache is up to date (docs/architecture.md).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,9 +23,8 @@ from pipeline.errors import UserError
 from pipeline.io import sha256_file
 from pipeline.paths import DATASET_RECORDS, PARTITION_RECORDS, PARTITIONS_DIR, PREPARED_DIR, RESOLVED_DIR
 
-
-
 # ---------------------------------------------------------------- datasets
+
 
 @dataclass(frozen=True)
 class DatasetSpec:
@@ -56,8 +56,11 @@ def dataset_spec(name: str, overrides: dict | None = None) -> DatasetSpec:
     spec = DATASETS[name]
     overrides = overrides or {}
     return DatasetSpec(
-        spec.name, spec.image_shape, spec.classes,
-        overrides.get("train_size", spec.train_size), overrides.get("test_size", spec.test_size),
+        spec.name,
+        spec.image_shape,
+        spec.classes,
+        overrides.get("train_size", spec.train_size),
+        overrides.get("test_size", spec.test_size),
         spec.has_writers,
     )
 
@@ -77,16 +80,17 @@ def validate_arrays(arrays: dict, spec: DatasetSpec, source: str) -> None:
         if y.dtype != np.int64:
             raise UserError(f"{source}: y_{split} has dtype {y.dtype}; expected int64")
         if x.ndim != 4 or tuple(x.shape[1:]) != spec.image_shape:
-            raise UserError(f"{source}: x_{split} has shape {tuple(x.shape)}; "
-                            f"expected N x {' x '.join(map(str, spec.image_shape))}")
+            raise UserError(
+                f"{source}: x_{split} has shape {tuple(x.shape)}; expected N x {' x '.join(map(str, spec.image_shape))}"
+            )
         if y.shape != (x.shape[0],):
-            raise UserError(f"{source}: y_{split} has shape {tuple(y.shape)}; expected ({x.shape[0]},) "
-                            f"to match x_{split}")
+            raise UserError(
+                f"{source}: y_{split} has shape {tuple(y.shape)}; expected ({x.shape[0]},) to match x_{split}"
+            )
         if expected_size is not None and x.shape[0] != expected_size:
             raise UserError(f"{source}: {split} split has {x.shape[0]} samples; expected {expected_size}")
         if y.size and (y.min() < 0 or y.max() >= spec.classes):
-            raise UserError(f"{source}: y_{split} has labels in [{y.min()}, {y.max()}]; "
-                            f"expected 0..{spec.classes - 1}")
+            raise UserError(f"{source}: y_{split} has labels in [{y.min()}, {y.max()}]; expected 0..{spec.classes - 1}")
         if spec.has_writers:
             writers = arrays[f"writer_{split}"]
             if writers.dtype != np.int64 or writers.shape != y.shape:
@@ -121,8 +125,10 @@ def load_prepared_with_sha256(name: str, overrides: dict | None = None) -> tuple
         raise UserError(f"{path}: not prepared yet; run `dvc repro download@{name}` (or `dvc pull`)")
     recorded = json.loads(record.read_text())["sha256"]
     if sha256_file(path) != recorded:
-        raise UserError(f"{path}: checksum differs from the one recorded in {record} "
-                        f"(truncated, changed, or from another commit); rerun `dvc repro -f download@{name}`")
+        raise UserError(
+            f"{path}: checksum differs from the one recorded in {record} "
+            f"(truncated, changed, or from another commit); rerun `dvc repro -f download@{name}`"
+        )
     arrays = read_npz(path)
     validate_arrays(arrays, dataset_spec(name, overrides), str(path))
     return arrays, recorded
@@ -130,8 +136,9 @@ def load_prepared_with_sha256(name: str, overrides: dict | None = None) -> tuple
 
 # ---------------------------------------------------------------- partitions
 
+
 def unpack(flat: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
-    return [flat[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)]
+    return [flat[offsets[k] : offsets[k + 1]] for k in range(len(offsets) - 1)]
 
 
 def partition_meta(name: str) -> dict:
@@ -149,17 +156,25 @@ def load_partition(name: str, dataset_sha256: str | None = None) -> dict:
     if not clients.is_file():
         raise UserError(f"{clients}: not built yet; run `dvc repro partition@{name}` (or `dvc pull`)")
     if sha256_file(clients) != meta["clients_sha256"]:
-        raise UserError(f"{clients}: checksum differs from {PARTITION_RECORDS / name / 'meta.json'} (truncated, "
-                        f"changed, or from another commit); rerun `dvc repro -f partition@{name}`")
+        raise UserError(
+            f"{clients}: checksum differs from {PARTITION_RECORDS / name / 'meta.json'} (truncated, "
+            f"changed, or from another commit); rerun `dvc repro -f partition@{name}`"
+        )
     if dataset_sha256 is not None and meta["prepared_sha256"] != dataset_sha256:
-        raise UserError(f"{PARTITIONS_DIR / name}: built from another version of dataset {meta['dataset']}; "
-                        f"rerun `dvc repro partition@{name}`")
+        raise UserError(
+            f"{PARTITIONS_DIR / name}: built from another version of dataset {meta['dataset']}; "
+            f"rerun `dvc repro partition@{name}`"
+        )
     arrays = read_npz(clients)
-    return {"meta": meta, "train": unpack(arrays["train_indices"], arrays["train_offsets"]),
-            "val": unpack(arrays["val_indices"], arrays["val_offsets"])}
+    return {
+        "meta": meta,
+        "train": unpack(arrays["train_indices"], arrays["train_offsets"]),
+        "val": unpack(arrays["val_indices"], arrays["val_offsets"]),
+    }
 
 
 # ---------------------------------------------------------------- a run's resolved settings
+
 
 def resolved_path(run: str) -> Path:
     return RESOLVED_DIR / f"{run}.json"

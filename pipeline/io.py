@@ -3,6 +3,7 @@
 Every output is written under a temporary name in the same folder and renamed into place, so a stage
 killed mid-write never leaves a half-written file that a later stage (or DVC) would take for real.
 """
+
 from __future__ import annotations
 
 import contextlib

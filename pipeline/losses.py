@@ -10,11 +10,11 @@ Each loss is a logit mask plus cross-entropy, so the vectorized, the sequential 
 (pipeline.cohort_mlp) all take it the same way: `client_logit_mask` gives the mask for a cohort, and
 `per_sample_loss` applies it.
 """
+
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-
 
 
 def client_logit_mask(loss: str, data, clients: list[int]) -> torch.Tensor | None:

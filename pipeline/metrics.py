@@ -1,5 +1,6 @@
 """Metrics: a model's accuracy and loss on samples, a cohort of models evaluated at once, and rounds
 to a target accuracy on a run's curve."""
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,7 @@ def evaluate(model, params: dict, data, index: torch.Tensor, chunk: int = EVAL_C
     correct = torch.zeros((), dtype=torch.long, device=data.y.device)
     loss = torch.zeros((), dtype=torch.float64, device=data.y.device)
     for start in range(0, len(index), chunk):
-        part = index[start:start + chunk]
+        part = index[start : start + chunk]
         logits = functional_call(model, params, (data.inputs(part),))
         loss += F.cross_entropy(logits, data.y[part], reduction="sum").to(torch.float64)
         correct += (logits.argmax(1) == data.y[part]).sum()
@@ -43,7 +44,7 @@ def correct_predictions(model, params: dict, data, index: torch.Tensor, chunk: i
     model.eval()
     parts = []
     for start in range(0, len(index), chunk):
-        part = index[start:start + chunk]
+        part = index[start : start + chunk]
         parts.append(functional_call(model, params, (data.inputs(part),)).argmax(1) == data.y[part])
     model.train()
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool, device=data.y.device)
@@ -56,7 +57,7 @@ def cohort_correct_on_shared(model, stacked: dict, data, index: torch.Tensor, ch
     predict = vmap(lambda p, x: functional_call(model, p, (x,)).argmax(-1), in_dims=(0, None))
     parts = []
     for start in range(0, len(index), chunk):
-        part = index[start:start + chunk]
+        part = index[start : start + chunk]
         parts.append(predict(stacked, data.inputs(part)) == data.y[part])
     model.train()
     count = next(iter(stacked.values())).shape[0]
@@ -70,14 +71,14 @@ def cohort_correct_on_own(model, stacked: dict, data, indices: list[torch.Tensor
     padded = torch.zeros(count, longest, dtype=torch.long, device=data.y.device)
     valid = torch.zeros(count, longest, dtype=torch.bool, device=data.y.device)
     for c, own in enumerate(indices):
-        padded[c, :len(own)] = own
-        valid[c, :len(own)] = True
+        padded[c, : len(own)] = own
+        valid[c, : len(own)] = True
     model.eval()
     predict = vmap(lambda p, x: functional_call(model, p, (x,)).argmax(-1), in_dims=(0, 0))
     per_chunk = max(1, chunk // max(count, 1))
     parts = []
     for start in range(0, longest, per_chunk):
-        part = padded[:, start:start + per_chunk]
+        part = padded[:, start : start + per_chunk]
         parts.append(predict(stacked, data.inputs(part)) == data.y[part])
     model.train()
     correct = torch.cat(parts, dim=1) if parts else torch.zeros(count, 0, dtype=torch.bool, device=data.y.device)

@@ -26,6 +26,7 @@ its running statistics are buffers the server carries and averages like paramete
 vectorized path, where each client's batch is padded to the cohort's longest, it is told which samples
 are present (the buffer `present`), so each client's statistics come from its own real samples only.
 """
+
 from __future__ import annotations
 
 import torch
@@ -55,7 +56,7 @@ class KeyedDropout(nn.Module):
     def forward(self, x):
         if not self.training or self.p == 0:
             return x
-        if self.mask.numel() == 0:
+        if self.mask.numel() == 0:  # type: ignore[operator]
             return nn.functional.dropout(x, self.p, training=True)
         return x * self.mask
 
@@ -68,19 +69,25 @@ class KeyedBatchNorm2d(nn.BatchNorm2d):
     they were. Without `present` (the sequential path, which drops padding instead, and evaluation) it
     is torch's own BatchNorm2d, number for number."""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True):
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+    ):
         super().__init__(num_features, eps, momentum, affine, track_running_stats)
         self.register_buffer("present", torch.empty(0), persistent=False)
 
     def forward(self, x):
         if not self.training and self.track_running_stats and x.is_cuda:
             return self.normalise_with_running_statistics(x)
-        if not self.training or self.present.numel() == 0:
+        if not self.training or self.present.numel() == 0:  # type: ignore[operator]
             return super().forward(x)
-        present = self.present.to(x.dtype).reshape(-1, *([1] * (x.dim() - 1)))
+        present = self.present.to(x.dtype).reshape(-1, *([1] * (x.dim() - 1)))  # type: ignore[operator]
         dims = [0, *range(2, x.dim())]
-        count = self.present.to(x.dtype).sum() * x[0, 0].numel()  # values per channel
+        count = self.present.to(x.dtype).sum() * x[0, 0].numel()  # type: ignore[operator]  # values per channel
         channel = (1, -1, *([1] * (x.dim() - 2)))
         mean = (x * present).sum(dims) / count.clamp_min(1.0)
         centred = x - mean.reshape(channel)
@@ -99,8 +106,8 @@ class KeyedBatchNorm2d(nn.BatchNorm2d):
         vmap (the cohort's evaluation, one model per client) stops with "NYI: querying is_contiguous inside
         of vmap" (torch 2.11, H200); the CPU keeps torch's own kernel, so CPU results stay bit for bit."""
         channel = (1, -1, *([1] * (x.dim() - 2)))
-        scale = torch.rsqrt(self.running_var + self.eps)
-        shift = -self.running_mean * scale
+        scale = torch.rsqrt(self.running_var + self.eps)  # type: ignore[arg-type, operator]
+        shift = -self.running_mean * scale  # type: ignore[operator]
         if self.affine:
             scale, shift = scale * self.weight, shift * self.weight + self.bias
         return x * scale.reshape(channel) + shift.reshape(channel)
@@ -109,12 +116,12 @@ class KeyedBatchNorm2d(nn.BatchNorm2d):
         """BatchNorm's update (unbiased variance; momentum None = the cumulative mean), only if any sample
         was present; in place, so that it also reaches a stacked buffer under vmap."""
         some = count > 0
-        tracked = self.num_batches_tracked + some.to(self.num_batches_tracked.dtype)
+        tracked = self.num_batches_tracked + some.to(self.num_batches_tracked.dtype)  # type: ignore[union-attr]
         factor = 1.0 / tracked.clamp_min(1).to(mean.dtype) if self.momentum is None else self.momentum
         unbiased = variance * count / (count - 1).clamp_min(1.0)
-        self.running_mean.copy_(torch.where(some, (1 - factor) * self.running_mean + factor * mean, self.running_mean))
-        self.running_var.copy_(torch.where(some, (1 - factor) * self.running_var + factor * unbiased, self.running_var))
-        self.num_batches_tracked.copy_(tracked)
+        self.running_mean.copy_(torch.where(some, (1 - factor) * self.running_mean + factor * mean, self.running_mean))  # type: ignore[arg-type, operator, union-attr]
+        self.running_var.copy_(torch.where(some, (1 - factor) * self.running_var + factor * unbiased, self.running_var))  # type: ignore[arg-type, operator, union-attr]
+        self.num_batches_tracked.copy_(tracked)  # type: ignore[union-attr]
 
 
 def keyed_batch_norms(model: nn.Module) -> nn.Module:
@@ -123,8 +130,9 @@ def keyed_batch_norms(model: nn.Module) -> nn.Module:
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if type(child) is nn.BatchNorm2d:
-                keyed = KeyedBatchNorm2d(child.num_features, child.eps, child.momentum, child.affine,
-                                         child.track_running_stats)
+                keyed = KeyedBatchNorm2d(
+                    child.num_features, child.eps, child.momentum, child.affine, child.track_running_stats
+                )
                 keyed.load_state_dict(child.state_dict())
                 setattr(module, name, keyed)
     return model
@@ -135,10 +143,16 @@ def cnn_mnist(image_shape, classes):
     height, width, channels = image_shape
     flat = 64 * ((height - 4) // 2) * ((width - 4) // 2)
     return nn.Sequential(
-        nn.Conv2d(channels, 32, 3), nn.ReLU(),
-        nn.Conv2d(32, 64, 3), nn.ReLU(),
-        nn.MaxPool2d(2), KeyedDropout(0.25), nn.Flatten(),
-        nn.Linear(flat, 128), nn.ReLU(), KeyedDropout(0.5),
+        nn.Conv2d(channels, 32, 3),
+        nn.ReLU(),
+        nn.Conv2d(32, 64, 3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        KeyedDropout(0.25),
+        nn.Flatten(),
+        nn.Linear(flat, 128),
+        nn.ReLU(),
+        KeyedDropout(0.5),
         nn.Linear(128, classes),
     )
 
@@ -148,9 +162,16 @@ def cnn_fedavg(image_shape, classes):
     height, width, channels = image_shape
     flat = 64 * (height // 4) * (width // 4)
     return nn.Sequential(
-        nn.Conv2d(channels, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(flat, 512), nn.ReLU(), nn.Linear(512, classes),
+        nn.Conv2d(channels, 32, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(flat, 512),
+        nn.ReLU(),
+        nn.Linear(512, classes),
     )
 
 
@@ -159,9 +180,18 @@ def cnn_fedavg_bn(image_shape, classes):
     height, width, channels = image_shape
     flat = 64 * (height // 4) * (width // 4)
     return nn.Sequential(
-        nn.Conv2d(channels, 32, 5, padding=2), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 5, padding=2), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(flat, 512), nn.ReLU(), nn.Linear(512, classes),
+        nn.Conv2d(channels, 32, 5, padding=2),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2),
+        nn.BatchNorm2d(64),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(flat, 512),
+        nn.ReLU(),
+        nn.Linear(512, classes),
     )
 
 
@@ -182,9 +212,16 @@ def cnn_small(image_shape, classes, norm="group"):
     height, width, channels = image_shape
     flat = 32 * (-(-height // 4)) * (-(-width // 4))
     return nn.Sequential(
-        nn.Conv2d(channels, 16, 3, stride=2, padding=1), norm_layer(norm, 16), nn.ReLU(),
-        nn.Conv2d(16, 32, 3, stride=2, padding=1), norm_layer(norm, 32), nn.ReLU(),
-        nn.Flatten(), nn.Linear(flat, 64), nn.ReLU(), nn.Linear(64, classes),
+        nn.Conv2d(channels, 16, 3, stride=2, padding=1),
+        norm_layer(norm, 16),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, stride=2, padding=1),
+        norm_layer(norm, 32),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(flat, 64),
+        nn.ReLU(),
+        nn.Linear(64, classes),
     )
 
 
@@ -199,8 +236,9 @@ class BasicBlock(nn.Module):
         self.norm2 = norm_layer(norm, fan_out)
         self.shortcut = nn.Sequential()
         if stride != 1 or fan_in != fan_out:
-            self.shortcut = nn.Sequential(nn.Conv2d(fan_in, fan_out, 1, stride=stride, bias=False),
-                                          norm_layer(norm, fan_out))
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(fan_in, fan_out, 1, stride=stride, bias=False), norm_layer(norm, fan_out)
+            )
 
     def forward(self, x):
         out = torch.relu(self.norm1(self.conv1(x)))
@@ -230,8 +268,11 @@ def resnet_shallow(image_shape, classes, norm="batch", widths=(64, 128, 256, 512
     ResNet-18's widths 64-128-256-512 with strides 1, 2, 2, 2 (ResNet-18 with one block per stage,
     4.9 M parameters for 10 classes)."""
     _, _, channels = image_shape
-    layers: list[nn.Module] = [nn.Conv2d(channels, widths[0], 3, stride=stem_stride, padding=1, bias=False),
-                               norm_layer(norm, widths[0]), nn.ReLU()]
+    layers: list[nn.Module] = [
+        nn.Conv2d(channels, widths[0], 3, stride=stem_stride, padding=1, bias=False),
+        norm_layer(norm, widths[0]),
+        nn.ReLU(),
+    ]
     fan_in = widths[0]
     for width, stride in zip(widths, (1, 2, 2, 2)):
         layers.append(BasicBlock(fan_in, width, stride, norm))
@@ -274,6 +315,8 @@ MODELS = {
     "resnet_shallow_small": resnet_shallow_small,
     "densenet121": densenet121,
 }
+
+
 def build_model(name: str, image_shape, classes: int, seed: int, norm: str | None = None) -> nn.Module:
     """A freshly initialised model; the initialisation depends on `seed` only. `norm` (None: the
     model's default) applies to the models in settings.MODEL_NORMS."""
@@ -299,12 +342,18 @@ def batch_norm_presence(model: nn.Module) -> list[str]:
 
 def dropout_masks(model: nn.Module) -> dict[str, KeyedDropout]:
     """The keyed dropouts of a model, by the name of their mask buffer."""
-    return {f"{name}.mask": module for name, module in model.named_modules()
-            if isinstance(module, KeyedDropout) and module.p > 0}
+    return {
+        f"{name}.mask": module
+        for name, module in model.named_modules()
+        if isinstance(module, KeyedDropout) and module.p > 0
+    }
 
 
 def model_buffers(model: nn.Module) -> dict[str, torch.Tensor]:
     """The state the server carries besides parameters (BatchNorm running statistics); the per-step
     inputs (dropout masks, BatchNorm's `present`) excluded."""
-    return {name: value.detach().clone() for name, value in model.named_buffers()
-            if not name.endswith((".mask", ".present"))}
+    return {
+        name: value.detach().clone()
+        for name, value in model.named_buffers()
+        if not name.endswith((".mask", ".present"))
+    }

@@ -28,6 +28,7 @@ FedAvg-style training a client is stateless between rounds (it starts each round
 and the papers reproduced here do not carry momentum or Adam moments across rounds), and a client that
 is sampled again later may not even be in the same cohort position.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.settings import OptimizerSettings
+
 
 def _client_mask(active: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     """`active` shaped to broadcast over `param`'s trailing (per-client) dimensions."""
@@ -66,7 +68,7 @@ def host_bias_corrections(lr: float, beta1: float, beta2: float, step: int) -> t
     float arithmetic does not give the same bits: `lr / tensor` is torch's `tensor.reciprocal() * lr`,
     and math.sqrt differed from torch's square root in the last bit at t = 38 (β2 = 0.999) here."""
     t = torch.tensor(float(step), dtype=torch.float64)
-    return float(-(lr / (1 - beta1 ** t))), float((1 - beta2 ** t) ** 0.5)
+    return float(-(lr / (1 - beta1**t))), float((1 - beta2**t) ** 0.5)
 
 
 def divide_by_scalar_(tensors: list, divisor: float) -> None:
@@ -107,8 +109,15 @@ class SGD:
     weight_decay: float = 0.0
     foreach: bool = False  # FEDFORGET_FOREACH: the hot step as multi-tensor operations
 
-    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor | None,
-             keep_steps: bool = False, everyone: bool | None = None) -> dict:
+    def step(
+        self,
+        params: dict,
+        grads: dict,
+        state: dict,
+        active: torch.Tensor | None,
+        keep_steps: bool = False,
+        everyone: bool | None = None,
+    ) -> dict:
         """torch.optim.SGD's update (dampening 0, no Nesterov), applied only where `active`.
 
         Updates `params` and the momentum buffers in `state` in place. With `keep_steps`, returns
@@ -123,16 +132,16 @@ class SGD:
             g = grads[name]
             if self.weight_decay:
                 g = g.add(param, alpha=self.weight_decay)
-            mask = None if everyone else _client_mask(active, param)
+            mask = None if everyone else _client_mask(active, param)  # type: ignore[arg-type]
             if self.momentum:
                 # torch starts the buffer at g; momentum * 0 + g is exactly g, so zeros need no special first step
-                buf = buffers.get(name)
+                buf = buffers.get(name)  # type: ignore[union-attr]
                 if buf is None:
-                    buf = buffers[name] = torch.zeros_like(param)
+                    buf = buffers[name] = torch.zeros_like(param)  # type: ignore[index]
                 if everyone:
                     buf.mul_(self.momentum).add_(g)
                 else:
-                    buf.copy_(torch.where(mask, buf * self.momentum + g, buf))
+                    buf.copy_(torch.where(mask, buf * self.momentum + g, buf))  # type: ignore[arg-type]
                 g = buf
             if everyone and not keep_steps:
                 # the hot loop: one in-place pass, as torch.optim.SGD does
@@ -148,7 +157,7 @@ class SGD:
         names = list(params)
         tensors, g = [params[name] for name in names], [grads[name] for name in names]
         if self.weight_decay:
-            g = torch._foreach_add(g, tensors, alpha=self.weight_decay)
+            g = torch._foreach_add(g, tensors, alpha=self.weight_decay)  # type: ignore[assignment]
         if buffers is not None:
             for name, param in zip(names, tensors):
                 if name not in buffers:
@@ -168,8 +177,15 @@ class Adam:
     weight_decay: float = 0.0
     foreach: bool = False  # FEDFORGET_FOREACH: one client's hot step as multi-tensor operations
 
-    def step(self, params: dict, grads: dict, state: dict, active: torch.Tensor | None,
-             keep_steps: bool = False, everyone: bool | None = None) -> dict:
+    def step(
+        self,
+        params: dict,
+        grads: dict,
+        state: dict,
+        active: torch.Tensor | None,
+        keep_steps: bool = False,
+        everyone: bool | None = None,
+    ) -> dict:
         """torch.optim.Adam's update (L2 weight decay, not AdamW; no AMSGrad), applied only where `active`.
 
         Each client has its own step count, since a client that skipped steps has seen fewer
@@ -189,7 +205,7 @@ class Adam:
             # torch computes the bias corrections in Python floats (double) from its step count; so do
             # we, per client. A client that has never stepped gets an infinite step size, masked out below.
             t = state["step"].to(torch.float64)
-            corrections = (-(self.lr / (1 - beta1 ** t)), (1 - beta2 ** t) ** 0.5)
+            corrections = (-(self.lr / (1 - beta1**t)), (1 - beta2**t) ** 0.5)
         if self.foreach and active is None and not keep_steps:
             self._step_one_client_foreach(params, grads, exp_avgs, exp_avg_sqs, *corrections)
             return {}
@@ -204,14 +220,19 @@ class Adam:
                 exp_avg = exp_avgs[name] = torch.zeros_like(param)
                 exp_avg_sqs[name] = torch.zeros_like(param)
             exp_avg_sq = exp_avg_sqs[name]
-            mask = None if everyone else _client_mask(active, param)
+            mask = None if everyone else _client_mask(active, param)  # type: ignore[arg-type]
             if everyone:
                 exp_avg.lerp_(g, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
             else:
-                exp_avg.copy_(torch.where(mask, exp_avg.lerp(g, 1 - beta1), exp_avg))
-                exp_avg_sq.copy_(torch.where(mask, (exp_avg_sq * beta2).addcmul_(g, g, value=1 - beta2),
-                                             exp_avg_sq))
+                exp_avg.copy_(torch.where(mask, exp_avg.lerp(g, 1 - beta1), exp_avg))  # type: ignore[arg-type]
+                exp_avg_sq.copy_(
+                    torch.where(
+                        mask,  # type: ignore[arg-type]
+                        (exp_avg_sq * beta2).addcmul_(g, g, value=1 - beta2),
+                        exp_avg_sq,
+                    )
+                )
             denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(self.eps)
             # addcdiv_'s order, (value * m) / denom, with a per-client value that addcdiv_ cannot take
             update = (exp_avg * neg_step_size).div_(denom)
@@ -223,15 +244,15 @@ class Adam:
                 steps[name] = step
         return steps
 
-
-    def _step_one_client_foreach(self, params: dict, grads: dict, exp_avgs: dict, exp_avg_sqs: dict,
-                                 neg_step_size: float, bc2_sqrt: float) -> None:
+    def _step_one_client_foreach(
+        self, params: dict, grads: dict, exp_avgs: dict, exp_avg_sqs: dict, neg_step_size: float, bc2_sqrt: float
+    ) -> None:
         """The loop's step for one unstacked client (no step kept), one multi-tensor call per operation."""
         beta1, beta2 = self.betas
         names = list(params)
         tensors, g = [params[name] for name in names], [grads[name] for name in names]
         if self.weight_decay:
-            g = torch._foreach_add(g, tensors, alpha=self.weight_decay)
+            g = torch._foreach_add(g, tensors, alpha=self.weight_decay)  # type: ignore[assignment]
         for name, param in zip(names, tensors):
             if name not in exp_avgs:
                 exp_avgs[name] = torch.zeros_like(param)
@@ -241,7 +262,7 @@ class Adam:
         torch._foreach_mul_(v, beta2)
         torch._foreach_addcmul_(v, g, g, value=1 - beta2)
         denom = torch._foreach_sqrt(v)
-        divide_by_scalar_(denom, bc2_sqrt)
+        divide_by_scalar_(denom, bc2_sqrt)  # type: ignore[arg-type]
         torch._foreach_add_(denom, self.eps)
         update = torch._foreach_mul(m, neg_step_size)
         torch._foreach_div_(update, denom)
@@ -254,6 +275,7 @@ def build_optimizer(settings: OptimizerSettings, foreach: bool = False):
     if settings.name == "sgd":
         return SGD(lr=settings.lr, momentum=settings.momentum, weight_decay=settings.weight_decay, foreach=foreach)
     if settings.name == "adam":
-        return Adam(lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay,
-                    foreach=foreach)
+        return Adam(
+            lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay, foreach=foreach
+        )
     raise ValueError(f"unknown optimizer {settings.name!r}: expected 'sgd' or 'adam'")

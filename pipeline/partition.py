@@ -10,6 +10,7 @@ clients are dealt by pipeline/partitioners.py, pure functions of (labels, the se
 generator): the same inputs give byte-identical files. The loader the training engine uses is
 pipeline/inputs.py's load_partition.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,6 +40,7 @@ def label_counts(parts: list[np.ndarray], labels: np.ndarray, classes: int) -> l
 def plot_label_mix(counts: list[list[int]], title: str, path: Path, sample: int = 10, seed: int = 0) -> None:
     """Stacked bars of each class's share for a random sample of clients (TCE's Figure 4)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -49,8 +51,13 @@ def plot_label_mix(counts: list[list[int]], title: str, path: Path, sample: int 
     left = np.zeros(len(shown))
     cmap = plt.get_cmap("tab20" if counts.shape[1] > 10 else "tab10")
     for c in range(counts.shape[1]):
-        ax.barh(range(len(shown)), shares[:, c], left=left, color=cmap(c % cmap.N),
-                label=str(c) if counts.shape[1] <= 20 else None)
+        ax.barh(
+            range(len(shown)),
+            shares[:, c],
+            left=left,
+            color=cmap(c % cmap.N),
+            label=str(c) if counts.shape[1] <= 20 else None,
+        )
         left += shares[:, c]
     ax.set_yticks(range(len(shown)), [f"client {k}" for k in shown])
     ax.set_xlabel("share of the client's samples")
@@ -63,24 +70,40 @@ def plot_label_mix(counts: list[list[int]], title: str, path: Path, sample: int 
     plt.close(fig)
 
 
-def write_partition(name: str, settings: dict, result: dict, labels: np.ndarray, classes: int,
-                    prepared_sha256: str, out_dir: Path, record_dir: Path) -> None:
+def write_partition(
+    name: str,
+    settings: dict,
+    result: dict,
+    labels: np.ndarray,
+    classes: int,
+    prepared_sha256: str,
+    out_dir: Path,
+    record_dir: Path,
+) -> None:
     """clients.npz into `out_dir` (DVC's cache), and into `record_dir` (git) the partition's record:
     meta.json (with the checksums the train stages depend on), label_counts.json and label_mix.png."""
     train_flat, train_offsets = pack(result["train"])
     val_flat, val_offsets = pack(result["val"])
     with atomic_dir(out_dir) as tmp:
-        save_npz(tmp / "clients.npz", train_indices=train_flat, train_offsets=train_offsets,
-                 val_indices=val_flat, val_offsets=val_offsets)
+        save_npz(
+            tmp / "clients.npz",
+            train_indices=train_flat,
+            train_offsets=train_offsets,
+            val_indices=val_flat,
+            val_offsets=val_offsets,
+        )
         clients_sha256 = sha256_file(tmp / "clients.npz")
     with atomic_dir(record_dir) as tmp:
         counts = label_counts(result["train"], labels, classes)
-        write_json(tmp / "label_counts.json", {"train": counts,
-                                               "val": label_counts(result["val"], labels, classes)})
+        write_json(tmp / "label_counts.json", {"train": counts, "val": label_counts(result["val"], labels, classes)})
         meta = {
-            "name": name, "dataset": settings["dataset"], "settings": settings,
-            "clients": len(result["train"]), "prepared_sha256": prepared_sha256,
-            "train_sizes": [len(p) for p in result["train"]], "val_sizes": [len(p) for p in result["val"]],
+            "name": name,
+            "dataset": settings["dataset"],
+            "settings": settings,
+            "clients": len(result["train"]),
+            "prepared_sha256": prepared_sha256,
+            "train_sizes": [len(p) for p in result["train"]],
+            "val_sizes": [len(p) for p in result["val"]],
             "clients_sha256": clients_sha256,
         }
         meta.update({k: v for k, v in result.items() if k not in ("train", "val")})
@@ -104,8 +127,16 @@ def main(argv=None) -> None:
         result = make_partition(settings, arrays["y_train"], arrays.get("writer_train"))
     except PartitionError as error:
         raise UserError(f"partitions.{args.name}.{error}") from None
-    write_partition(args.name, settings, result, arrays["y_train"], dataset_spec(dataset).classes, sha,
-                    PARTITIONS_DIR / args.name, PARTITION_RECORDS / args.name)
+    write_partition(
+        args.name,
+        settings,
+        result,
+        arrays["y_train"],
+        dataset_spec(dataset).classes,
+        sha,
+        PARTITIONS_DIR / args.name,
+        PARTITION_RECORDS / args.name,
+    )
     sizes = [len(p) for p in result["train"]]
     held = sum(sizes) + sum(len(p) for p in result["val"])
     warning = dropped_samples_warning(f"partitions.{args.name}", settings, len(arrays["y_train"]), held)

@@ -15,6 +15,7 @@ lengths are those counts), so the counts give the sizes exactly. They are known 
 needs the class counts then falls back to a bound that holds for any class mix, so it refuses only what
 surely fails.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ TRAIN_CLASS_COUNTS = {
 @dataclass(frozen=True)
 class TrainingSplit:
     """What is known of a dataset's training split before it is downloaded."""
+
     samples: int
     classes: int
     class_counts: tuple[int, ...] | None  # None: a subset, whose class mix only its data tells
@@ -54,8 +56,9 @@ def training_split(dataset: str, overrides: dict | None) -> TrainingSplit | None
     if spec.train_size is None:
         return None
     counts = TRAIN_CLASS_COUNTS.get(dataset)
-    return TrainingSplit(spec.train_size, spec.classes,
-                         counts if counts is not None and sum(counts) == spec.train_size else None)
+    return TrainingSplit(
+        spec.train_size, spec.classes, counts if counts is not None and sum(counts) == spec.train_size else None
+    )
 
 
 def stand_in_labels(counts: tuple[int, ...]) -> np.ndarray:
@@ -68,8 +71,9 @@ def partition_sizes(settings: dict, split: TrainingSplit) -> PartitionSizes:
     the PartitionError it would raise."""
     clients = settings.get("clients")
     if clients is not None and clients > split.samples:
-        raise PartitionError(f"clients: {clients} clients but only {split.samples} samples; "
-                             f"allowed: 1..{split.samples}")
+        raise PartitionError(
+            f"clients: {clients} clients but only {split.samples} samples; allowed: 1..{split.samples}"
+        )
     sizes, dropped = SCHEME_SIZES[settings["scheme"]](settings, split)
     if sizes is not None and 0 in sizes:
         raise PartitionError(f"clients: some of the {len(sizes)} clients would get no samples; lower clients")
@@ -99,7 +103,8 @@ def shards_sizes(settings: dict, split: TrainingSplit):
         raise PartitionError(
             f"shard_size: {clients} clients x {per_client} shards of {size} samples need {needed} one-label "
             f"blocks, but {split.samples} samples yield at most {split.samples // size}; lower clients, "
-            "shards_per_client or shard_size, or use shard_cut: sorted")
+            "shards_per_client or shard_size, or use shard_cut: sorted"
+        )
     else:
         blocks = needed  # the bound allows them; whether the stage finds them all, the class mix decides
     if blocks < needed:
@@ -107,7 +112,8 @@ def shards_sizes(settings: dict, split: TrainingSplit):
         raise PartitionError(
             f"shard_size: {clients} clients x {per_client} shards of {size} samples need {needed} "
             f"{kind}blocks, but the data yields only {blocks}; lower clients, shards_per_client or "
-            "shard_size" + (", or use shard_cut: sorted" if cut == "one_label" else ""))
+            "shard_size" + (", or use shard_cut: sorted" if cut == "one_label" else "")
+        )
     return (per_client * size,) * clients, split.samples - needed * size
 
 
@@ -118,8 +124,9 @@ def dirichlet_sizes(settings: dict, split: TrainingSplit):
     if split.class_counts is None:
         return None, 0  # each class is cut by a Dirichlet draw over its own samples
     # The sizes are the draw's: make it, as the stage does, first thing from the partition's seed.
-    parts = partition_dirichlet(stand_in_labels(split.class_counts), clients, settings["alpha"], False,
-                                np.random.default_rng(settings["seed"]))
+    parts = partition_dirichlet(
+        stand_in_labels(split.class_counts), clients, settings["alpha"], False, np.random.default_rng(settings["seed"])
+    )
     return tuple(len(part) for part in parts), 0
 
 
@@ -127,19 +134,26 @@ def clusters_sizes(settings: dict, split: TrainingSplit):
     """partition_clusters: each cluster's clients draw samples_per_client from its classes' samples."""
     cluster_sizes, per_client = settings["cluster_sizes"], settings["samples_per_client"]
     # The stage's first draw from the partition's seed picks the classes; the same call picks the same.
-    groups = choose_cluster_classes(split.classes, cluster_sizes, settings.get("classes_per_cluster", 2),
-                                    settings.get("cluster_classes"), np.random.default_rng(settings["seed"]))
+    groups = choose_cluster_classes(
+        split.classes,
+        cluster_sizes,
+        settings.get("classes_per_cluster", 2),
+        settings.get("cluster_classes"),
+        np.random.default_rng(settings["seed"]),
+    )
     if split.class_counts is not None:
         for size, group in zip(cluster_sizes, groups):
             pool = sum(split.class_counts[c] for c in group)
             if size * per_client > pool:
                 raise PartitionError(
                     f"samples_per_client: {size} clients x {per_client} samples exceed the "
-                    f"{pool} samples of classes {group}; lower samples_per_client")
+                    f"{pool} samples of classes {group}; lower samples_per_client"
+                )
     elif sum(cluster_sizes) * per_client > split.samples:  # the clusters' classes are disjoint
         raise PartitionError(
             f"samples_per_client: {sum(cluster_sizes)} clients x {per_client} samples exceed the dataset's "
-            f"{split.samples} samples; lower samples_per_client")
+            f"{split.samples} samples; lower samples_per_client"
+        )
     return (per_client,) * sum(cluster_sizes), None
 
 
@@ -147,8 +161,13 @@ def natural_sizes(settings: dict, split: TrainingSplit):
     return None, None  # one client per writer: the writers decide
 
 
-SCHEME_SIZES = {"iid": iid_sizes, "shards": shards_sizes, "dirichlet": dirichlet_sizes,
-                "clusters": clusters_sizes, "natural": natural_sizes}
+SCHEME_SIZES = {
+    "iid": iid_sizes,
+    "shards": shards_sizes,
+    "dirichlet": dirichlet_sizes,
+    "clusters": clusters_sizes,
+    "natural": natural_sizes,
+}
 
 
 def after_validation(sizes: tuple[int, ...] | None, val_fraction: float) -> tuple[int, ...] | None:
@@ -157,12 +176,14 @@ def after_validation(sizes: tuple[int, ...] | None, val_fraction: float) -> tupl
         return sizes
     train = tuple(n - round(val_fraction * n) for n in sizes)
     if 0 in train:
-        raise PartitionError(f"val_fraction: {val_fraction} leaves some clients no training samples; "
-                             "lower val_fraction or clients")
+        raise PartitionError(
+            f"val_fraction: {val_fraction} leaves some clients no training samples; lower val_fraction or clients"
+        )
     return train
 
 
 # ---------------------------------------------------------------- warnings: allowed, but said
+
 
 def dropped_samples_warning(path: str, settings: dict, samples: int, held: int) -> str | None:
     """Shards leave out what their blocks do not cover (class tails, surplus blocks; 40,800 of MNIST's
@@ -171,9 +192,11 @@ def dropped_samples_warning(path: str, settings: dict, samples: int, held: int) 
     draw a sample by design: those are not reported."""
     if settings.get("scheme") != "shards" or held >= samples:
         return None
-    return (f"{path}: the shards hold {held} of dataset {settings['dataset']}'s {samples} training samples; "
-            f"{samples - held} ({(samples - held) / samples:.1%}) are left out (shard_size and the class "
-            "counts decide how many)")
+    return (
+        f"{path}: the shards hold {held} of dataset {settings['dataset']}'s {samples} training samples; "
+        f"{samples - held} ({(samples - held) / samples:.1%}) are left out (shard_size and the class "
+        "counts decide how many)"
+    )
 
 
 def large_batch_warning(path: str, batch_size: int, partition: str, train_sizes: tuple[int, ...]) -> str | None:
@@ -182,6 +205,8 @@ def large_batch_warning(path: str, batch_size: int, partition: str, train_sizes:
     smaller = [n for n in train_sizes if n < batch_size]
     if not smaller:
         return None
-    return (f"{path}: {batch_size} is more than the {min(smaller)}"
-            f"{'' if len(set(smaller)) == 1 else f'..{max(smaller)}'} training samples of {len(smaller)} of the "
-            f"{len(train_sizes)} clients of partition {partition}; those train full-batch (one step an epoch)")
+    return (
+        f"{path}: {batch_size} is more than the {min(smaller)}"
+        f"{'' if len(set(smaller)) == 1 else f'..{max(smaller)}'} training samples of {len(smaller)} of the "
+        f"{len(train_sizes)} clients of partition {partition}; those train full-batch (one step an epoch)"
+    )

@@ -5,6 +5,7 @@ the partition's settings, a seeded generator), so that the same inputs give the 
 validated by pipeline.config); the partition stage (pipeline/partition.py) writes what it gives, and
 pipeline/partition_sizes.py follows its arithmetic to check settings before any data is downloaded.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,7 @@ def partition_iid(labels: np.ndarray, clients: int, rng: np.random.Generator) ->
     """Equal random split; the remainder of N / clients samples is left out so sizes are equal."""
     size = len(labels) // clients
     order = rng.permutation(len(labels))
-    return [np.sort(order[k * size:(k + 1) * size]) for k in range(clients)]
+    return [np.sort(order[k * size : (k + 1) * size]) for k in range(clients)]
 
 
 def one_label_blocks(labels: np.ndarray, block_size: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -29,7 +30,7 @@ def one_label_blocks(labels: np.ndarray, block_size: int, rng: np.random.Generat
     blocks = []
     for label in np.unique(labels):
         members = rng.permutation(np.flatnonzero(labels == label))
-        blocks += [members[i * block_size:(i + 1) * block_size] for i in range(len(members) // block_size)]
+        blocks += [members[i * block_size : (i + 1) * block_size] for i in range(len(members) // block_size)]
     return blocks
 
 
@@ -47,11 +48,17 @@ def sorted_blocks(labels: np.ndarray, block_size: int, rng: np.random.Generator)
     """McMahan et al.'s cut: sort by label (random order within a label), cut into consecutive blocks;
     a block may straddle two labels."""
     order = np.lexsort((rng.permutation(len(labels)), labels))
-    return [order[i * block_size:(i + 1) * block_size] for i in range(len(labels) // block_size)]
+    return [order[i * block_size : (i + 1) * block_size] for i in range(len(labels) // block_size)]
 
 
-def partition_shards(labels: np.ndarray, clients: int, shards_per_client: int, shard_size: int | None,
-                     rng: np.random.Generator, cut: str = "one_label") -> list[np.ndarray]:
+def partition_shards(
+    labels: np.ndarray,
+    clients: int,
+    shards_per_client: int,
+    shard_size: int | None,
+    rng: np.random.Generator,
+    cut: str = "one_label",
+) -> list[np.ndarray]:
     """Pathological non-IID: every client gets `shards_per_client` blocks dealt at random.
 
     cut="one_label" (FedCurv: "blocks of homogeneous labels"): blocks never straddle two labels; with
@@ -71,13 +78,15 @@ def partition_shards(labels: np.ndarray, clients: int, shards_per_client: int, s
         raise PartitionError(
             f"shard_size: {clients} clients x {shards_per_client} shards of {size} samples need {needed} "
             f"{kind}blocks, but the data yields only {len(blocks)}; lower clients, shards_per_client or "
-            "shard_size" + (", or use shard_cut: sorted" if cut == "one_label" else ""))
+            "shard_size" + (", or use shard_cut: sorted" if cut == "one_label" else "")
+        )
     chosen = rng.permutation(len(blocks))[:needed]
     return [np.sort(np.concatenate([blocks[b] for b in chosen[k::clients]])) for k in range(clients)]
 
 
-def equal_size_counts(proportions: np.ndarray, size: int, available: np.ndarray,
-                      rng: np.random.Generator) -> np.ndarray:
+def equal_size_counts(
+    proportions: np.ndarray, size: int, available: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Class counts summing to `size`, drawn from `proportions`, never above what each class has left."""
     counts = np.zeros_like(available)
     while counts.sum() < size:
@@ -90,8 +99,9 @@ def equal_size_counts(proportions: np.ndarray, size: int, available: np.ndarray,
     return counts
 
 
-def partition_dirichlet(labels: np.ndarray, clients: int, alpha: float, equal_size: bool,
-                        rng: np.random.Generator) -> list[np.ndarray]:
+def partition_dirichlet(
+    labels: np.ndarray, clients: int, alpha: float, equal_size: bool, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Label skew from Dir(alpha) (Hsu et al. 2019; TCE).
 
     equal_size=False: each class is split across clients by proportions drawn from Dir(alpha) per class.
@@ -120,47 +130,61 @@ def partition_dirichlet(labels: np.ndarray, clients: int, alpha: float, equal_si
         proportions = np.zeros(classes)
         proportions[present] = rng.dirichlet(concentration)
         counts = equal_size_counts(proportions, size, available - used, rng)
-        result.append(np.sort(np.concatenate([pools[c][used[c]:used[c] + counts[c]] for c in range(classes)])))
+        result.append(np.sort(np.concatenate([pools[c][used[c] : used[c] + counts[c]] for c in range(classes)])))
         used += counts
     return result
 
 
-def choose_cluster_classes(classes: int, cluster_sizes: list[int], classes_per_cluster: int,
-                           cluster_classes: list[list[int]] | None, rng: np.random.Generator) -> list[list[int]]:
+def choose_cluster_classes(
+    classes: int,
+    cluster_sizes: list[int],
+    classes_per_cluster: int,
+    cluster_classes: list[list[int]] | None,
+    rng: np.random.Generator,
+) -> list[list[int]]:
     if cluster_classes is not None:
         flat = [c for group in cluster_classes for c in group]
         if len(cluster_classes) != len(cluster_sizes):
-            raise PartitionError(f"cluster_classes: {len(cluster_classes)} groups for "
-                                 f"{len(cluster_sizes)} clusters; give one group per cluster")
+            raise PartitionError(
+                f"cluster_classes: {len(cluster_classes)} groups for "
+                f"{len(cluster_sizes)} clusters; give one group per cluster"
+            )
         if len(set(flat)) != len(flat):
-            raise PartitionError(f"cluster_classes: {cluster_classes} overlap; each class may belong "
-                                 "to one cluster only")
+            raise PartitionError(
+                f"cluster_classes: {cluster_classes} overlap; each class may belong to one cluster only"
+            )
         if min(flat) < 0 or max(flat) >= classes:
             raise PartitionError(f"cluster_classes: {cluster_classes} has classes outside 0..{classes - 1}")
         return [sorted(group) for group in cluster_classes]
     if classes_per_cluster * len(cluster_sizes) > classes:
         raise PartitionError(
             f"classes_per_cluster: {classes_per_cluster} classes x {len(cluster_sizes)} clusters exceeds "
-            f"the dataset's {classes} classes; clusters need disjoint classes")
-    picked = rng.permutation(classes)[:classes_per_cluster * len(cluster_sizes)]
-    return [sorted(picked[i::len(cluster_sizes)].tolist()) for i in range(len(cluster_sizes))]
+            f"the dataset's {classes} classes; clusters need disjoint classes"
+        )
+    picked = rng.permutation(classes)[: classes_per_cluster * len(cluster_sizes)]
+    return [sorted(picked[i :: len(cluster_sizes)].tolist()) for i in range(len(cluster_sizes))]
 
 
-def partition_clusters(labels: np.ndarray, cluster_sizes: list[int], classes_per_cluster: int,
-                       samples_per_client: int, rng: np.random.Generator,
-                       cluster_classes: list[list[int]] | None = None) -> tuple[list[np.ndarray], list[list[int]]]:
+def partition_clusters(
+    labels: np.ndarray,
+    cluster_sizes: list[int],
+    classes_per_cluster: int,
+    samples_per_client: int,
+    rng: np.random.Generator,
+    cluster_classes: list[list[int]] | None = None,
+) -> tuple[list[np.ndarray], list[list[int]]]:
     """Cluster-level label imbalance (FedWAvg): clusters own disjoint classes; each client draws
     `samples_per_client` samples without overlap, uniformly from its cluster's classes."""
-    groups = choose_cluster_classes(int(labels.max()) + 1, cluster_sizes, classes_per_cluster,
-                                    cluster_classes, rng)
+    groups = choose_cluster_classes(int(labels.max()) + 1, cluster_sizes, classes_per_cluster, cluster_classes, rng)
     result = []
     for size, group in zip(cluster_sizes, groups):
         pool = rng.permutation(np.flatnonzero(np.isin(labels, group)))
         if size * samples_per_client > len(pool):
             raise PartitionError(
                 f"samples_per_client: {size} clients x {samples_per_client} samples exceed the "
-                f"{len(pool)} samples of classes {group}; lower samples_per_client")
-        result += [np.sort(pool[k * samples_per_client:(k + 1) * samples_per_client]) for k in range(size)]
+                f"{len(pool)} samples of classes {group}; lower samples_per_client"
+            )
+        result += [np.sort(pool[k * samples_per_client : (k + 1) * samples_per_client]) for k in range(size)]
     return result, groups
 
 
@@ -181,25 +205,37 @@ def split_validation(indices: np.ndarray, val_fraction: float, rng: np.random.Ge
 
 # ---------------------------------------------------------------- one partition from its settings
 
+
 def make_partition(settings: dict, labels: np.ndarray, writers: np.ndarray | None = None) -> dict:
     """All client index arrays of one partition, from its params (validated by pipeline.config)."""
     rng = np.random.default_rng(settings["seed"])
     scheme = settings["scheme"]
     clients = settings.get("clients")
     if clients is not None and clients > len(labels):
-        raise PartitionError(f"clients: {clients} clients but only {len(labels)} samples; "
-                             f"allowed: 1..{len(labels)}")
+        raise PartitionError(f"clients: {clients} clients but only {len(labels)} samples; allowed: 1..{len(labels)}")
     extra = {}
     if scheme == "iid":
         parts = partition_iid(labels, clients, rng)
     elif scheme == "shards":
-        parts = partition_shards(labels, clients, settings["shards_per_client"],
-                                 settings.get("shard_size"), rng, settings.get("shard_cut", "one_label"))
+        parts = partition_shards(
+            labels,
+            clients,
+            settings["shards_per_client"],
+            settings.get("shard_size"),
+            rng,
+            settings.get("shard_cut", "one_label"),
+        )
     elif scheme == "dirichlet":
         parts = partition_dirichlet(labels, clients, settings["alpha"], settings.get("equal_size", False), rng)
     elif scheme == "clusters":
-        parts, groups = partition_clusters(labels, settings["cluster_sizes"], settings.get("classes_per_cluster", 2),
-                                           settings["samples_per_client"], rng, settings.get("cluster_classes"))
+        parts, groups = partition_clusters(
+            labels,
+            settings["cluster_sizes"],
+            settings.get("classes_per_cluster", 2),
+            settings["samples_per_client"],
+            rng,
+            settings.get("cluster_classes"),
+        )
         extra["cluster_classes"] = groups
         extra["client_cluster"] = [i for i, size in enumerate(settings["cluster_sizes"]) for _ in range(size)]
     elif scheme == "natural":
@@ -216,6 +252,7 @@ def make_partition(settings: dict, labels: np.ndarray, writers: np.ndarray | Non
         pairs = [split_validation(p, val_fraction, rng) for p in parts]
         parts, val_parts = [p for p, _ in pairs], [v for _, v in pairs]
         if any(len(p) == 0 for p in parts):
-            raise PartitionError(f"val_fraction: {val_fraction} leaves some clients no training samples; "
-                                 "lower val_fraction or clients")
+            raise PartitionError(
+                f"val_fraction: {val_fraction} leaves some clients no training samples; lower val_fraction or clients"
+            )
     return {"train": parts, "val": val_parts, **extra}

@@ -4,6 +4,7 @@ The engine knows nothing of RWalk: an algorithm that wants the score returns a f
 from `local_tracker(hp)`; the engine calls `update` after every local step and hands each client's
 `client_result` to its upload as `LocalResult.tracked`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -32,8 +33,9 @@ class PathScore:
         self.started_host: list[bool] | None = None  # the same on the host
         self.epsilon_as_tensor: torch.Tensor | None = None
 
-    def update(self, grads: dict, steps: dict, active: torch.Tensor | None,
-               active_host: Sequence[bool] | None = None) -> None:
+    def update(
+        self, grads: dict, steps: dict, active: torch.Tensor | None, active_host: Sequence[bool] | None = None
+    ) -> None:
         """Add one step: `grads` the data loss's gradients, `steps` the Δθ taken (0 for inactive clients,
         so they gain no score; their running Fisher is left as it was). `active_host`: `active` as the
         host knows it (read from `active` when not given).
@@ -45,7 +47,7 @@ class PathScore:
             self.started_host = [False] * len(stepped)
             self.started = None if active is None else torch.zeros_like(active)
         steady = all(self.started_host) and all(stepped)  # the common case: one in-place pass
-        first = None if steady or active is None else active & ~self.started
+        first = None if steady or active is None else active & ~self.started  # type: ignore[operator]
         for name, g in grads.items():
             if name not in self.running_fisher:
                 self.running_fisher[name] = torch.zeros_like(g)
@@ -58,9 +60,13 @@ class PathScore:
             else:
                 shape = active.shape + (1,) * (g.dim() - active.dim())
                 squared = g * g
-                running.copy_(torch.where(first.reshape(shape), squared,
-                                          torch.where(active.reshape(shape),
-                                                      running * self.decay + (1 - self.decay) * squared, running)))
+                running.copy_(
+                    torch.where(
+                        first.reshape(shape),  # type: ignore[union-attr]
+                        squared,
+                        torch.where(active.reshape(shape), running * self.decay + (1 - self.decay) * squared, running),
+                    )
+                )
             # score += max(0, −g·Δθ) / (½·F̂·Δθ² + ε), written as min(0, g·Δθ) / (…) subtracted
             delta = steps[name]
             decrease = torch.mul(g, delta).clamp_max_(0)  # minus the loss decrease the move bought
@@ -69,7 +75,7 @@ class PathScore:
             self.score[name].addcdiv_(decrease, cost, value=-1.0)
         self.started_host = [before or now for before, now in zip(self.started_host, stepped)]
         if active is not None:
-            self.started = self.started | active
+            self.started = self.started | active  # type: ignore[operator]
 
     def epsilon_like(self, like: torch.Tensor) -> torch.Tensor:
         if self.epsilon_as_tensor is None or self.epsilon_as_tensor.dtype != like.dtype:

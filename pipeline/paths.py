@@ -1,6 +1,7 @@
 """Where the pipeline's files live, relative to the repository's root (the stages' working directory):
 the one home of every path a stage reads or writes, so that no layer imports another for a path.
 No pipeline imports: every module may import it."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -9,6 +9,7 @@ this kind of CPU (from the committed runs' measured throughput for the same mode
 that model was measured) and on one GPU (at the committed device benchmark's rate for the model, else an
 assumed throughput); the profile's totals come last, each with where its rates came from.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,8 @@ import signal
 
 from pipeline import cost
 from pipeline.config import PROFILES, derive_grid, load_checked_params
-from pipeline.runs import changed_scalings
 from pipeline.errors import exit_on_user_error
-from pipeline.runs import resolve_run
+from pipeline.runs import changed_scalings, resolve_run
 
 
 def algorithm_text(algorithm: dict) -> str:
@@ -34,24 +34,30 @@ def cost_text(estimate: dict) -> str:
     parameters = f"{estimate['parameters'] / 1e6:.2f} M parameters, "
     if estimate["flops"] is None:
         return parameters + "cost ? (client sizes unknown until the partition is built)"
-    return (f"{parameters}{estimate['flops'] / 1e12:.1f} TFLOP, CPU {hours(estimate['cpu_seconds'])} h, "
-            f"GPU {hours(estimate['gpu_seconds'])} h")
+    return (
+        f"{parameters}{estimate['flops'] / 1e12:.1f} TFLOP, CPU {hours(estimate['cpu_seconds'])} h, "
+        f"GPU {hours(estimate['gpu_seconds'])} h"
+    )
 
 
 def run_line(settings: dict) -> str:
-    return (f"{settings['key']:<32} {algorithm_text(settings['algorithm']):<48} {settings['partition']:<26} "
-            f"{settings['model']:<10} R={settings['rounds']:<4} C={settings['client_fraction']:<4} "
-            f"E={settings['local_epochs']:<3} B={settings['batch_size']:<4} lr={settings['lr']:g} "
-            f"{settings['optimizer']} momentum={settings['momentum']:g} wd={settings['weight_decay']:g} "
-            f"loss={settings['loss']}{optional_text(settings)} seeds={settings['seeds']}")
+    return (
+        f"{settings['key']:<32} {algorithm_text(settings['algorithm']):<48} {settings['partition']:<26} "
+        f"{settings['model']:<10} R={settings['rounds']:<4} C={settings['client_fraction']:<4} "
+        f"E={settings['local_epochs']:<3} B={settings['batch_size']:<4} lr={settings['lr']:g} "
+        f"{settings['optimizer']} momentum={settings['momentum']:g} wd={settings['weight_decay']:g} "
+        f"loss={settings['loss']}{optional_text(settings)} seeds={settings['seeds']}"
+    )
 
 
 def optional_text(settings: dict) -> str:
     """The settings most runs leave at their default, shown only when set."""
-    shown = [f"norm={settings['norm']}" if settings.get("norm") else "",
-             f"augment={settings['augment']}" if settings.get("augment", "none") != "none" else "",
-             f"eval={settings['evaluate_on']}" if settings.get("evaluate_on", "test") != "test" else "",
-             f"freeze={settings['freeze']}" if settings.get("freeze", "none") != "none" else ""]
+    shown = [
+        f"norm={settings['norm']}" if settings.get("norm") else "",
+        f"augment={settings['augment']}" if settings.get("augment", "none") != "none" else "",
+        f"eval={settings['evaluate_on']}" if settings.get("evaluate_on", "test") != "test" else "",
+        f"freeze={settings['freeze']}" if settings.get("freeze", "none") != "none" else "",
+    ]
     return "".join(f" {text}" for text in shown if text)
 
 
@@ -67,8 +73,10 @@ def main(argv=None) -> None:
         params = {**params, "profile": args.profile}
     grid = derive_grid(params)
     seeds = sum(len(resolve_run(params, key)["seeds"]) for key in grid["runs"])
-    print(f"profile {params['profile']}: {len(grid['runs'])} runs ({seeds} seeds), {len(grid['partitions'])} partitions, "
-          f"datasets {', '.join(grid['datasets'])}")
+    print(
+        f"profile {params['profile']}: {len(grid['runs'])} runs ({seeds} seeds), {len(grid['partitions'])} partitions, "
+        f"datasets {', '.join(grid['datasets'])}"
+    )
     throughput, sources = cost.cpu_throughput(params)
     gpu = cost.gpu_throughput()
     estimates = []
@@ -91,12 +99,16 @@ def gpu_source(estimates: list[dict], gpu: cost.GpuRates) -> str:
     """Where the GPU hours' rates came from: the benchmark's GPU and rates, and the runs left to the
     assumed throughput."""
     assumed = sum(1 for e in estimates if e["flops"] is not None and not e["gpu_measured"])
-    measured = ", ".join(f"{model}{f' ({norm})' if norm else ''} {rate / 1e12:.2f}"
-                         for (model, norm), rate in sorted(gpu.by_model_and_norm.items(), key=str))
+    measured = ", ".join(
+        f"{model}{f' ({norm})' if norm else ''} {rate / 1e12:.2f}"
+        for (model, norm), rate in sorted(gpu.by_model_and_norm.items(), key=str)
+    )
     if not measured:
         return f"at an assumed {cost.GPU_TFLOPS:g} TFLOP/s (no GPU benchmark committed)"
-    return (f"on one {gpu.device} at its measured TFLOP/s by model ({cost.GPU_BENCHMARK_RESULTS}: {measured})"
-            f"{f', {assumed} run(s) of unmeasured models at an assumed {cost.GPU_TFLOPS:g}' if assumed else ''}")
+    return (
+        f"on one {gpu.device} at its measured TFLOP/s by model ({cost.GPU_BENCHMARK_RESULTS}: {measured})"
+        f"{f', {assumed} run(s) of unmeasured models at an assumed {cost.GPU_TFLOPS:g}' if assumed else ''}"
+    )
 
 
 def total_line(estimates: list[dict], throughput: dict, sources: dict, gpu: cost.GpuRates | None = None) -> str:
@@ -104,15 +116,22 @@ def total_line(estimates: list[dict], throughput: dict, sources: dict, gpu: cost
     known = [e for e in estimates if e["flops"] is not None]
     cpu = [e["cpu_seconds"] for e in known if e["cpu_seconds"] is not None]
     unsized, cpu_left_out = len(estimates) - len(known), len(estimates) - len(cpu)
-    rates = ", ".join(f"{model} {rate / 1e9:.1f}{' (benchmark)' if sources.get(model) == 'benchmark' else ''}"
-                      for model, rate in sorted(throughput.items())) or "none measured"
-    return (f"total: {sum(e['flops'] for e in known) / 1e12:.1f} TFLOP"
-            f"{f' without {unsized} run(s) whose client sizes are unknown' if unsized else ''}; "
-            f"CPU {sum(cpu) / 3600:.2f} h"
-            f"{f' without {cpu_left_out} run(s) of unmeasured models or sizes' if cpu_left_out else ''}; GPU "
-            f"{sum(e['gpu_seconds'] for e in known) / 3600:.2f} h"
-            f"{f' without the same {unsized}' if unsized else ''} {gpu_source(estimates, gpu or cost.GpuRates({}))} "
-            f"(measured CPU GFLOP/s by model: {rates})")
+    rates = (
+        ", ".join(
+            f"{model} {rate / 1e9:.1f}{' (benchmark)' if sources.get(model) == 'benchmark' else ''}"
+            for model, rate in sorted(throughput.items())
+        )
+        or "none measured"
+    )
+    return (
+        f"total: {sum(e['flops'] for e in known) / 1e12:.1f} TFLOP"
+        f"{f' without {unsized} run(s) whose client sizes are unknown' if unsized else ''}; "
+        f"CPU {sum(cpu) / 3600:.2f} h"
+        f"{f' without {cpu_left_out} run(s) of unmeasured models or sizes' if cpu_left_out else ''}; GPU "
+        f"{sum(e['gpu_seconds'] for e in known) / 3600:.2f} h"
+        f"{f' without the same {unsized}' if unsized else ''} {gpu_source(estimates, gpu or cost.GpuRates({}))} "
+        f"(measured CPU GFLOP/s by model: {rates})"
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 three-panel heatmap, the forgettable examples per client over rounds. The measurements themselves are
 pipeline.forgetting's pure functions.
 """
+
 from __future__ import annotations
 
 import json
@@ -100,6 +101,7 @@ def plot_forgetting_heatmaps(path, record: dict, title: str) -> None:
     computed from post and prior when the record lacks them.
     """
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -122,27 +124,38 @@ def draw_forgetting_row(fig, axes, record: dict, label: str = "") -> None:
     if "difference" in record and "F" in record:
         difference, average = _array(record["difference"]), _array(record["F"])
     else:
-        difference, average = (t.numpy() for t in local_client_forgetting(torch.from_numpy(post),
-                                                                          torch.from_numpy(prior)))
+        difference, average = (
+            t.numpy() for t in local_client_forgetting(torch.from_numpy(post), torch.from_numpy(prior))
+        )
     k = post.shape[0]
     clients = [str(c) for c in record.get("clients", range(k))]
-    if len(clients) != k or post.shape != (k, k) or prior.shape != (k,) or difference.shape != (k, k) \
-            or average.shape != (k,):
-        raise ValueError(f"inconsistent probe record: {len(clients)} clients, post {post.shape}, "
-                         f"prior {prior.shape}, difference {difference.shape}, F {average.shape}")
+    if (
+        len(clients) != k
+        or post.shape != (k, k)
+        or prior.shape != (k,)
+        or difference.shape != (k, k)
+        or average.shape != (k,)
+    ):
+        raise ValueError(
+            f"inconsistent probe record: {len(clients)} clients, post {post.shape}, "
+            f"prior {prior.shape}, difference {difference.shape}, F {average.shape}"
+        )
 
     # The difference panel: K columns of F_ki, one blank (NaN, drawn as background) column, then F_k.
     with_average = np.full((k, k + 2), np.nan)
     with_average[:, :k] = difference
     with_average[:, k + 1] = average
-    panels = [("difference  F_ki = Acc_k(w_t^i) − Acc_k(w_{t−1}),  F_k", with_average, "RdBu", -1.0, 1.0),
-              ("post  Acc_k(w_t^i)", post, "viridis", 0.0, 1.0),
-              ("prior  Acc_k(w_{t−1})", np.broadcast_to(prior[:, None], (k, k)), "viridis", 0.0, 1.0)]
+    panels = [
+        ("difference  F_ki = Acc_k(w_t^i) − Acc_k(w_{t−1}),  F_k", with_average, "RdBu", -1.0, 1.0),
+        ("post  Acc_k(w_t^i)", post, "viridis", 0.0, 1.0),
+        ("prior  Acc_k(w_{t−1})", np.broadcast_to(prior[:, None], (k, k)), "viridis", 0.0, 1.0),
+    ]
     ticks = tick_positions(k)
     for ax, (name, data, cmap_name, vmin, vmax) in zip(axes, panels):
         cmap = matplotlib.colormaps[cmap_name].with_extremes(bad="white")
-        image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=vmin, vmax=vmax,
-                          aspect="auto", interpolation="nearest")
+        image = ax.imshow(
+            np.ma.masked_invalid(data), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest"
+        )
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
         ax.set_title(f"{label}{name}", fontsize=10)
         ax.set_xlabel("client model i")
@@ -166,6 +179,7 @@ def plot_forgettable_curves(path, rounds: list[int], counts: dict[int, list[int]
     The legend names the clients when there are at most LEGEND_UP_TO of them.
     """
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker

@@ -8,6 +8,7 @@ stages iterate over.
 
 Only the `profile:` line of params.yaml is changed (comments and layout are kept).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,9 +20,12 @@ from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, check_params, deri
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_text
 from pipeline.runs import expand_templates
+from pipeline.yamlfile import load_yaml
 
-GRID_HEADER = ("# Written by `python -m pipeline.profile` from params.yaml; do not edit by hand.\n"
-               "# dvc.yaml's stages iterate over these ids (DVC's templating cannot filter runs by profile).\n")
+GRID_HEADER = (
+    "# Written by `python -m pipeline.profile` from params.yaml; do not edit by hand.\n"
+    "# dvc.yaml's stages iterate over these ids (DVC's templating cannot filter runs by profile).\n"
+)
 
 
 def set_profile_line(text: str, profile: str) -> str:
@@ -40,7 +44,13 @@ def main(argv=None) -> None:
     text = PARAMS_FILE.read_text()
     if args.profile:
         text = set_profile_line(text, args.profile)
-    params = expand_templates(yaml.safe_load(text))
+    params = load_yaml(text, str(PARAMS_FILE))
+    if not isinstance(params, dict):
+        raise UserError(
+            f"{PARAMS_FILE}: expected a mapping of settings at the top level (profile, datasets, "
+            "partitions, runs); the file is empty or holds something else"
+        )
+    params = expand_templates(params)
     problems = check_params(params)
     if problems:  # validated before anything is written: a bad params.yaml changes no file
         raise UserError("\n".join(problems))
@@ -48,8 +58,10 @@ def main(argv=None) -> None:
     if args.profile:
         write_text(PARAMS_FILE, text)
     write_text(GRID_FILE, GRID_HEADER + yaml.safe_dump({"grid": grid}, sort_keys=True))
-    print(f"profile {grid['profile']}: {len(grid['datasets'])} datasets, {len(grid['partitions'])} partitions, "
-          f"{len(grid['runs'])} runs -> {GRID_FILE}")
+    print(
+        f"profile {grid['profile']}: {len(grid['datasets'])} datasets, {len(grid['partitions'])} partitions, "
+        f"{len(grid['runs'])} runs -> {GRID_FILE}"
+    )
 
 
 if __name__ == "__main__":

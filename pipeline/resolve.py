@@ -5,6 +5,7 @@
 A run's settings are resolved by pipeline/runs.py (defaults filled in, the profile's scalings applied);
 this stage writes them where the train stages read them (pipeline/inputs.py's read_resolved).
 """
+
 from __future__ import annotations
 
 import argparse

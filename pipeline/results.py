@@ -11,8 +11,10 @@ remove the result (`python -m pipeline.train RUN --retrain`).
 Files are written whole or not at all (pipeline.io.atomic_path) and carry a sha256 of their bytes: a
 file cut short or changed is never resumed from, and is said so.
 """
+
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import subprocess
@@ -40,9 +42,11 @@ def current_commit() -> str:
     """The commit the working tree is at, "-dirty" when the code or params differ from it (outputs that a
     running `dvc repro` writes do not count), or "unknown" outside git: recorded with a seed's result, so
     that a reader knows which code trained it."""
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, check=False)
         return done.stdout.strip() if done.returncode == 0 else ""
+
     try:
         head = git("rev-parse", "--short=12", "HEAD")
         changed = git("status", "--porcelain", "--", "pipeline", "params.yaml")
@@ -55,8 +59,24 @@ def save_torch(obj, path: Path) -> None:
     """torch.save, atomically, through an open file: given a path, torch names the archive's folder after
     the file, here the temporary one with its random suffix, so the same tensors gave different bytes on
     every run; through a file object the folder is always `archive`."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+    with naming_failures(path), atomic_path(path) as tmp, open(tmp, "wb") as handle:
         torch.save(obj, handle)
+
+
+@contextlib.contextmanager
+def naming_failures(path: Path):
+    """A write of `path` that fails (a full disk, a read-only folder) as an OSError naming `path` (issue 54):
+    a failed write() names no file, and torch's archive writer raises a RuntimeError with the OSError as
+    its context. The train stage reports it in one line (pipeline.train.writing_failed)."""
+    try:
+        yield
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
+    except RuntimeError as error:
+        cause = error.__context__
+        if isinstance(cause, OSError):
+            raise OSError(cause.errno, cause.strerror, str(path)) from None
+        raise
 
 
 def save_checked(obj, path: Path) -> None:
@@ -64,7 +84,7 @@ def save_checked(obj, path: Path) -> None:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     payload = buffer.getvalue()
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+    with naming_failures(path), atomic_path(path) as tmp, open(tmp, "wb") as handle:
         handle.write(hashlib.sha256(payload).hexdigest().encode() + b"\n")
         handle.write(payload)
 
@@ -76,8 +96,7 @@ def load_checked(path: Path, device: torch.device | str = "cpu"):
     raw = path.read_bytes()
     digest, _, payload = raw.partition(b"\n")
     if hashlib.sha256(payload).hexdigest().encode() != digest:
-        print(f"note: {path}: its checksum does not match its contents (cut short or changed); not used",
-              flush=True)
+        print(f"note: {path}: its checksum does not match its contents (cut short or changed); not used", flush=True)
         return None
     return torch.load(io.BytesIO(payload), weights_only=False, map_location=device)
 

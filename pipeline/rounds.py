@@ -14,6 +14,7 @@ calls the algorithm's `after_aggregate(state, view, hp)` with a `RoundView` that
 the new global model on client data. The forgetting probes read the same view, so a quantity both need
 (the forgettable examples) is computed once.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -23,8 +24,19 @@ import torch
 
 from pipeline import distributed, forgetting
 from pipeline.clientdata import PROBE_STREAM, ClientData, cohort_schedule, generator_for, sample_cohort
-from pipeline.cohort import (AugmentDraws, CohortJob, DropoutDraws, Levers, StepPlan, chunk_for_round, repeat_for,
-                             slice_tree, stack_trees, train_sequential, train_vectorized)
+from pipeline.cohort import (
+    AugmentDraws,
+    CohortJob,
+    DropoutDraws,
+    Levers,
+    StepPlan,
+    chunk_for_round,
+    repeat_for,
+    slice_tree,
+    stack_trees,
+    train_sequential,
+    train_vectorized,
+)
 from pipeline.losses import client_logit_mask
 from pipeline.metrics import accuracy_by_owner, cohort_correct_on_own, cohort_correct_on_shared, correct_predictions
 from pipeline.models import frozen_parameters, model_buffers
@@ -45,6 +57,7 @@ def server_state(algorithm, params: dict, num_clients: int, hp: dict, buffers: d
 @dataclass
 class LocalResult:
     """One client's round: what `client_upload` computes its upload from."""
+
     client: int
     start: dict  # the global parameters it started from
     params: dict  # its parameters after local training
@@ -102,12 +115,13 @@ class RoundView:
     def forgettable(self) -> torch.Tensor:
         """Per cohort client: its training samples its local model got right and the new global wrong."""
         own = [local.train_index for local in self.locals]
-        local_correct, valid = cohort_correct_on_own(self.model, self.stacked_locals(list(range(len(self.locals)))),
-                                                     self.data, own)
+        local_correct, valid = cohort_correct_on_own(
+            self.model, self.stacked_locals(list(range(len(self.locals)))), self.data, own
+        )
         global_correct = torch.zeros_like(local_correct)
         everyone = correct_predictions(self.model, self.full(self.new), self.data, torch.cat(own))  # one pass
         for c, right in enumerate(everyone.split([len(index) for index in own])):
-            global_correct[c, :len(right)] = right
+            global_correct[c, : len(right)] = right
         return forgetting.forgettable_counts(local_correct, global_correct, valid)
 
     def local_forgetting(self, positions: list[int]) -> dict:
@@ -115,12 +129,15 @@ class RoundView:
         clients = [self.cohort[p] for p in positions]
         held_out = [self.data.held_out(k) for k in clients]
         index = torch.cat(held_out)
-        owner = torch.cat([torch.full((len(h),), row, dtype=torch.long, device=index.device)
-                           for row, h in enumerate(held_out)])
-        post_by_model = accuracy_by_owner(cohort_correct_on_shared(self.model, self.stacked_locals(positions),
-                                                                   self.data, index), owner, len(clients))
-        prior = accuracy_by_owner(correct_predictions(self.model, self.full(self.previous), self.data, index),
-                                  owner, len(clients))
+        owner = torch.cat(
+            [torch.full((len(h),), row, dtype=torch.long, device=index.device) for row, h in enumerate(held_out)]
+        )
+        post_by_model = accuracy_by_owner(
+            cohort_correct_on_shared(self.model, self.stacked_locals(positions), self.data, index), owner, len(clients)
+        )
+        prior = accuracy_by_owner(
+            correct_predictions(self.model, self.full(self.previous), self.data, index), owner, len(clients)
+        )
         post = post_by_model.T  # rows k = whose data, columns i = whose local model
         difference, average = forgetting.local_client_forgetting(post, prior)
         return {"clients": clients, "post": post, "prior": prior, "difference": difference, "F": average}
@@ -129,10 +146,12 @@ class RoundView:
         """The new global model's accuracy on every client's held-out data (all clients)."""
         held_out = [self.data.held_out(k) for k in range(len(self.data.clients))]
         index = torch.cat(held_out)
-        owner = torch.cat([torch.full((len(h),), k, dtype=torch.long, device=index.device)
-                           for k, h in enumerate(held_out)])
-        return accuracy_by_owner(correct_predictions(self.model, self.full(self.new), self.data, index), owner,
-                                 len(held_out))
+        owner = torch.cat(
+            [torch.full((len(h),), k, dtype=torch.long, device=index.device) for k, h in enumerate(held_out)]
+        )
+        return accuracy_by_owner(
+            correct_predictions(self.model, self.full(self.new), self.data, index), owner, len(held_out)
+        )
 
 
 def probe_positions(cohort: list[int], num_clients: int, limit: int, seed: int) -> list[int]:
@@ -187,8 +206,20 @@ def weighted_buffers(buffers: list[dict], weights: list[float]) -> dict:
     return averaged
 
 
-def train_chunk(model, algorithm, hp, state, data, settings: RoundSettings, round_, members, vectorized, shared,
-                optimizer, compile_mode: str = "off"):
+def train_chunk(
+    model,
+    algorithm,
+    hp,
+    state,
+    data,
+    settings: RoundSettings,
+    round_,
+    members,
+    vectorized,
+    shared,
+    optimizer,
+    compile_mode: str = "off",
+):
     """Train one chunk of the cohort; returns (LocalResults, mean losses, presentations' correctness or None)."""
     seed, local = settings.seed, settings.local
     index, weight = cohort_schedule(data, members, local.epochs, local.batch_size, seed, round_)
@@ -202,23 +233,47 @@ def train_chunk(model, algorithm, hp, state, data, settings: RoundSettings, roun
     buffers = repeat_for(state["buffers"], len(members))
     contexts = stack_trees([algorithm.client_context(state, k, hp) for k in members])
     tracker_factory = algorithm.local_tracker(hp)
-    job = CohortJob(model, algorithm, hp, data, optimizer, shared, contexts, index, weight,
-                    client_logit_mask(local.loss, data, members),
-                    DropoutDraws(model, members, seed, round_, local.batch_size, data.inputs(index[0, 0, :1])),
-                    augment=augment_draws(settings, members, round_, data), tracker_factory=tracker_factory,
-                    record_correct=settings.example_events, fixed=fixed, plan=plan, compile=compile_mode)
+    job = CohortJob(
+        model,
+        algorithm,
+        hp,
+        data,
+        optimizer,
+        shared,
+        contexts,
+        index,
+        weight,
+        client_logit_mask(local.loss, data, members),
+        DropoutDraws(model, members, seed, round_, local.batch_size, data.inputs(index[0, 0, :1])),
+        augment=augment_draws(settings, members, round_, data),
+        tracker_factory=tracker_factory,
+        record_correct=settings.example_events,
+        fixed=fixed,
+        plan=plan,
+        compile=compile_mode,
+    )
     model.train()
     outcome = (train_vectorized if vectorized else train_sequential)(job, stacked, buffers)
     steps = plan.steps_per_client()  # what outcome.steps holds, known on the host
     results = []
     for c, client in enumerate(members):
-        results.append(LocalResult(
-            client=client, start=state["params"],
-            params={name: value[c].detach().clone() for name, value in {**stacked, **fixed}.items()},
-            buffers={name: value[c].detach().clone() for name, value in buffers.items()},
-            steps=steps[c], optimizer=optimizer, context=slice_tree(contexts, c), shared=shared,
-            tracked=outcome.tracker.client_result(c) if outcome.tracker is not None else None,
-            model=model, data=data, seed=seed, round=round_))
+        results.append(
+            LocalResult(
+                client=client,
+                start=state["params"],
+                params={name: value[c].detach().clone() for name, value in {**stacked, **fixed}.items()},
+                buffers={name: value[c].detach().clone() for name, value in buffers.items()},
+                steps=steps[c],
+                optimizer=optimizer,
+                context=slice_tree(contexts, c),
+                shared=shared,
+                tracked=outcome.tracker.client_result(c) if outcome.tracker is not None else None,  # type: ignore[attr-defined]
+                model=model,
+                data=data,
+                seed=seed,
+                round=round_,
+            )
+        )
     return results, outcome.losses, None if outcome.correct is None else (index, weight, outcome.correct)
 
 
@@ -259,9 +314,21 @@ def record_chunk_presentations(records: dict, data: ClientData, members: list[in
     return events
 
 
-def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: RoundSettings, round_: int,
-              vectorized: bool = True, max_chunk: int | None = None, probe: bool = False,
-              ranks: distributed.Ranks | None = None, optimizer=None, levers: Levers = Levers()) -> RoundResult:
+def run_round(
+    model,
+    algorithm,
+    hp,
+    state: dict,
+    data: ClientData,
+    settings: RoundSettings,
+    round_: int,
+    vectorized: bool = True,
+    max_chunk: int | None = None,
+    probe: bool = False,
+    ranks: distributed.Ranks | None = None,
+    optimizer=None,
+    levers: Levers = Levers(),
+) -> RoundResult:
     """One communication round: sample, train (in cohort chunks), compute uploads, aggregate.
 
     With `probe`, the result keeps a RoundView for the forgetting probes. With `ranks` (torchrun), this
@@ -271,15 +338,17 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: Rou
     cohort = sample_cohort(len(data.clients), settings.client_fraction, settings.seed, round_)
     optimizer = optimizer or build_optimizer(settings.local.optimizer, levers.foreach)
     shared = algorithm.shared_context(state, hp)
-    chunk = max_chunk or chunk_for_round(model, state["params"], tuple(data.x.shape[1:]), settings.local.batch_size,
-                                         state_device(state), levers.chunk)
+    chunk = max_chunk or chunk_for_round(
+        model, state["params"], tuple(data.x.shape[1:]), settings.local.batch_size, state_device(state), levers.chunk
+    )
     mine = [cohort[p] for p in distributed.positions_of_rank(len(cohort), ranks)]
     locals_, losses = [], []
     presentations, events = dict(state.get("presentations", {})), None
     for start in range(0, len(mine), chunk):
-        members = mine[start:start + chunk]
-        results, chunk_losses, presented = train_chunk(model, algorithm, hp, state, data, settings, round_, members,
-                                                       vectorized, shared, optimizer, levers.compile)
+        members = mine[start : start + chunk]
+        results, chunk_losses, presented = train_chunk(
+            model, algorithm, hp, state, data, settings, round_, members, vectorized, shared, optimizer, levers.compile
+        )
         locals_ += results
         losses.append(chunk_losses)
         if presented is not None:
@@ -288,26 +357,44 @@ def run_round(model, algorithm, hp, state: dict, data: ClientData, settings: Rou
     train_loss = torch.cat(losses)
     if ranks is not None:
         locals_, uploads, train_loss, presentations, events = gather_cohort(
-            ranks, locals_, uploads, train_loss, {k: presentations[k] for k in mine if k in presentations}, events,
-            state.get("presentations", {}), state_device(state))
+            ranks,
+            locals_,
+            uploads,
+            train_loss,
+            {k: presentations[k] for k in mine if k in presentations},
+            events,
+            state.get("presentations", {}),
+            state_device(state),
+        )
     sizes = [len(data.clients[k]) for k in cohort]
     weights = [n / sum(sizes) for n in sizes]
     diverged = not all_finite([train_loss] + [{k: up[k] for k in algorithm.sent_up(hp)} for up in uploads])
-    sent_down = len(cohort) * (tensor_bytes(state["params"]) + sum(tensor_bytes(state[k])
-                                                                   for k in algorithm.sent_down(hp)))
+    sent_down = len(cohort) * (
+        tensor_bytes(state["params"]) + sum(tensor_bytes(state[k]) for k in algorithm.sent_down(hp))
+    )
     sent_up = sum(tensor_bytes({k: up[k] for k in algorithm.sent_up(hp)}) for up in uploads)
     if diverged:
         return RoundResult(state, float(train_loss.mean()), sent_down, sent_up, True, cohort)
-    new_state, aggregation_log = aggregate_round(algorithm, hp, state, uploads, weights,
-                                                 [local.buffers for local in locals_], frozen_names(model, settings))
+    new_state, aggregation_log = aggregate_round(
+        algorithm, hp, state, uploads, weights, [local.buffers for local in locals_], frozen_names(model, settings)
+    )
     view = RoundView(model, data, locals_, state, new_state)  # evaluates nothing until asked
     new_state = algorithm.after_aggregate(new_state, view, hp)
     view.new = new_state
     if events is not None:  # after the algorithm's own step, which builds its state without this engine key
         new_state = {**new_state, "presentations": presentations}
         view.new = new_state
-    return RoundResult(new_state, float(train_loss.mean()), sent_down, sent_up, False, cohort,
-                       view if probe else None, events, aggregation_log)
+    return RoundResult(
+        new_state,
+        float(train_loss.mean()),
+        sent_down,
+        sent_up,
+        False,
+        cohort,
+        view if probe else None,
+        events,
+        aggregation_log,
+    )
 
 
 def gather_cohort(ranks, locals_, uploads, train_loss, records, events, previous_records, device: torch.device):
@@ -316,22 +403,39 @@ def gather_cohort(ranks, locals_, uploads, train_loss, records, events, previous
     which may have been summed elsewhere). A client's `context` and `tracked` stay on its own rank: only
     `client_upload`, which ran there, reads them."""
     template = locals_[0]  # every rank trains at least one client (distributed.check_cohort_size)
-    mine = {"locals": [{"client": r.client, "params": r.params, "buffers": r.buffers, "steps": r.steps}
-                       for r in locals_],
-            "uploads": uploads, "loss": train_loss, "records": records, "events": events}
+    mine = {
+        "locals": [{"client": r.client, "params": r.params, "buffers": r.buffers, "steps": r.steps} for r in locals_],
+        "uploads": uploads,
+        "loss": train_loss,
+        "records": records,
+        "events": events,
+    }
     everyone = distributed.all_gather(ranks, mine, device, f"gathering round {template.round}")
-    gathered_locals = [replace(template, **item, context=None, tracked=None)
-                       for part in everyone for item in part["locals"]]
+    gathered_locals = [
+        replace(template, **item, context=None, tracked=None) for part in everyone for item in part["locals"]
+    ]
     merged = dict(previous_records)
     for part in everyone:
         merged.update(part["records"])
     counts = [part["events"] for part in everyone if part["events"] is not None]
-    return (gathered_locals, [up for part in everyone for up in part["uploads"]],
-            torch.cat([part["loss"] for part in everyone]), merged, sum(counts) if counts else None)
+    return (
+        gathered_locals,
+        [up for part in everyone for up in part["uploads"]],
+        torch.cat([part["loss"] for part in everyone]),
+        merged,
+        sum(counts) if counts else None,
+    )
 
 
-def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers,
-                    frozen: set[str] = frozenset()) -> tuple[dict, dict]:
+def aggregate_round(
+    algorithm,
+    hp,
+    state,
+    uploads,
+    weights,
+    client_buffers,
+    frozen: set[str] = frozenset(),  # type: ignore[assignment]
+) -> tuple[dict, dict]:
     """The algorithm's aggregation over a per-client store already updated with this round's uploads,
     and the BatchNorm buffers averaged with the parameters' weights. `frozen` parameters keep their
     global values exactly (a weighted mean of equal values can move them by a rounding error). Returns
@@ -344,12 +448,14 @@ def aggregate_round(algorithm, hp, state, uploads, weights, client_buffers,
     # "previous_clients": the store before this round's uploads, for an algorithm that keeps running sums
     # over it (FedCurv's u and v: it adds the uploaders' new entries and takes out the ones they replace,
     # O(cohort) instead of a re-sum over every client). Never part of the state kept.
-    new_state = algorithm.aggregate({**state, "clients": store, "previous_clients": state["clients"]}, uploads,
-                                    weights, hp)
+    new_state = algorithm.aggregate(
+        {**state, "clients": store, "previous_clients": state["clients"]}, uploads, weights, hp
+    )
     new_state.pop("previous_clients", None)
     aggregation_log = new_state.pop("round_log", {})
     if frozen:
-        new_state = {**new_state, "params": {n: state["params"][n] if n in frozen else v
-                                             for n, v in new_state["params"].items()}}
+        new_state = {
+            **new_state,
+            "params": {n: state["params"][n] if n in frozen else v for n, v in new_state["params"].items()},
+        }
     return {**new_state, "clients": store, "buffers": weighted_buffers(client_buffers, weights)}, aggregation_log
-

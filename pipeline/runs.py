@@ -7,14 +7,26 @@ profile; the paper profile ignores both. The resolved settings record which keys
 changed (under `scaled`, whichever block it was), so every report can say so. The resolve stage
 (pipeline/resolve.py) writes them for the train stages.
 """
+
 from __future__ import annotations
 
 import copy
 
 from pipeline.algorithms import check_algorithm, resolve_hyperparams
-from pipeline.checks import (PROFILE_BLOCKS, check_choice, check_fraction, check_int, check_keys, check_mapping,
-                             check_nonnegative, check_positive, check_profiles, check_unique_ints, is_number,
-                             profile_overrides)
+from pipeline.checks import (
+    PROFILE_BLOCKS,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_keys,
+    check_mapping,
+    check_nonnegative,
+    check_positive,
+    check_profiles,
+    check_unique_ints,
+    is_number,
+    profile_overrides,
+)
 from pipeline.errors import UserError
 from pipeline.inputs import dataset_spec
 from pipeline.papers import PAPERS
@@ -42,7 +54,9 @@ def expand_templates(params: dict) -> dict:
     not YAML anchors, which `dvc exp run -S` would write through into every run sharing one."""
     templates = params.get("templates") or {}
     if not isinstance(templates, dict):
-        raise UserError(f"templates: {type(templates).__name__} is not allowed; expected a mapping of names to settings")
+        raise UserError(
+            f"templates: {type(templates).__name__} is not allowed; expected a mapping of names to settings"
+        )
 
     def expanded(path: str, entry, chain: tuple[str, ...]):
         if not isinstance(entry, dict) or "template" not in entry:
@@ -51,11 +65,15 @@ def expand_templates(params: dict) -> dict:
         if not isinstance(name, str) or name not in templates:
             raise UserError(f"{path}.template: {name!r} is not a template; expected one of {', '.join(templates)}")
         if name in chain:
-            raise UserError(f"{path}.template: {name!r} names itself through {' -> '.join(chain + (name,))}; "
-                            "templates must not form a cycle")
+            raise UserError(
+                f"{path}.template: {name!r} names itself through {' -> '.join(chain + (name,))}; "
+                "templates must not form a cycle"
+            )
         base = expanded(f"templates.{name}", templates[name], chain + (name,))
         if not isinstance(base, dict):
-            raise UserError(f"templates.{name}: {type(base).__name__} is not allowed; expected a mapping of run settings")
+            raise UserError(
+                f"templates.{name}: {type(base).__name__} is not allowed; expected a mapping of run settings"
+            )
         return inherit(base, {k: v for k, v in entry.items() if k != "template"})
 
     runs = params.get("runs")
@@ -78,8 +96,10 @@ def confirmed_run(path: str, entry, runs: dict):
         return entry
     plan = entry["confirms"]
     if not isinstance(plan, dict) or set(plan) != {"run", "claims"}:
-        raise UserError(f"{path}.confirms: {plan!r} is not allowed; expected a mapping with `run` (the run it "
-                        "confirms) and `claims` (the claim ids whose verdict it decides)")
+        raise UserError(
+            f"{path}.confirms: {plan!r} is not allowed; expected a mapping with `run` (the run it "
+            "confirms) and `claims` (the claim ids whose verdict it decides)"
+        )
     target, claims = plan["run"], plan["claims"]
     if not isinstance(target, str) or target not in runs or target == path.split(".", 1)[1]:
         raise UserError(f"{path}.confirms.run: {target!r} is not another run of params.yaml")
@@ -90,11 +110,16 @@ def confirmed_run(path: str, entry, runs: dict):
     # A key set to the run's own value changes nothing (and an expanded sample expands to itself).
     theirs = runs[target]
     extra = sorted(k for k in set(entry) - CONFIRMATION_KEYS if entry[k] != theirs.get(k)) + sorted(
-        f"{block}.{k}" for block in PROFILE_BLOCK_KEYS for k, v in (entry.get(block) or {}).items()
-        if k != "seeds" and v != (theirs.get(block) or {}).get(k))
+        f"{block}.{k}"
+        for block in PROFILE_BLOCK_KEYS
+        for k, v in (entry.get(block) or {}).items()
+        if k != "seeds" and v != (theirs.get(block) or {}).get(k)
+    )
     if extra:
-        raise UserError(f"{path}: {', '.join(extra)} not allowed in a confirmatory sample; it trains "
-                        f"{target}'s settings and may set only seeds (also under scaled / gpu_day), profiles and note")
+        raise UserError(
+            f"{path}: {', '.join(extra)} not allowed in a confirmatory sample; it trains "
+            f"{target}'s settings and may set only seeds (also under scaled / gpu_day), profiles and note"
+        )
     merged = inherit(runs[target], {k: v for k, v in entry.items() if k not in PROFILE_BLOCK_KEYS})
     for block in PROFILE_BLOCK_KEYS:
         if entry.get(block):
@@ -129,10 +154,15 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
     if "partition" in run and (not isinstance(run["partition"], str) or run["partition"] not in partitions):
         problems += check_choice(f"{path}.partition", run["partition"], list(partitions))
     if "model" in run:
-        problems += check_choice(f"{path}.model", run["model"] if isinstance(run["model"], str) else repr(run["model"]),
-                                 MODEL_NAMES)
-        if isinstance(run["model"], str) and run["model"] in MODEL_NAMES and isinstance(run.get("partition"), str) \
-                and run["partition"] in partitions:
+        problems += check_choice(
+            f"{path}.model", run["model"] if isinstance(run["model"], str) else repr(run["model"]), MODEL_NAMES
+        )
+        if (
+            isinstance(run["model"], str)
+            and run["model"] in MODEL_NAMES
+            and isinstance(run.get("partition"), str)
+            and run["partition"] in partitions
+        ):
             dataset = partitions[run["partition"]]["dataset"]
             why = model_fits(run["model"], dataset_spec(dataset).image_shape)
             if why:
@@ -149,16 +179,23 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
         rounds = run.get("rounds")
         late = [r for r in run["probe_rounds"] if isinstance(r, int) and isinstance(rounds, int) and r > rounds]
         if late and not problems:
-            problems.append(f"{path}.probe_rounds: {late!r} after the last round ({rounds}); expected rounds in [1, {rounds}]")
+            problems.append(
+                f"{path}.probe_rounds: {late!r} after the last round ({rounds}); expected rounds in [1, {rounds}]"
+            )
     if "forgettable_every" in run:
         problems += check_int(f"{path}.forgettable_every", run["forgettable_every"], 0)
     if "example_events" in run and not isinstance(run["example_events"], bool):
         problems.append(f"{path}.example_events: {run['example_events']!r} is not allowed; expected true or false")
     problems += check_norm(path, run)
-    if run.get("evaluate_on") == "validation" and isinstance(run.get("partition"), str) \
-            and not (partitions.get(run["partition"]) or {}).get("val_fraction"):
-        problems.append(f"{path}.evaluate_on: 'validation' needs a partition with a validation split; "
-                        f"partition {run['partition']} has no val_fraction")
+    if (
+        run.get("evaluate_on") == "validation"
+        and isinstance(run.get("partition"), str)
+        and not (partitions.get(run["partition"]) or {}).get("val_fraction")
+    ):
+        problems.append(
+            f"{path}.evaluate_on: 'validation' needs a partition with a validation split; "
+            f"partition {run['partition']} has no val_fraction"
+        )
     for key, choices in allowed_values().items():
         if key in run and key != "model":
             problems += check_choice(f"{path}.{key}", run[key], choices)
@@ -169,8 +206,10 @@ def check_run_values(path: str, run: dict, params: dict) -> list[str]:
         if not isinstance(betas, list) or len(betas) != 2 or not all(is_number(b) and 0 <= b < 1 for b in betas):
             problems.append(f"{path}.betas: {betas!r} is not allowed; expected a list of two numbers in [0, 1)")
     if run.get("optimizer") == "adam" and run.get("momentum"):
-        problems.append(f"{path}.momentum: {run['momentum']!r} is not allowed with optimizer adam; "
-                        "momentum applies to sgd only (adam's are `betas`)")
+        problems.append(
+            f"{path}.momentum: {run['momentum']!r} is not allowed with optimizer adam; "
+            "momentum applies to sgd only (adam's are `betas`)"
+        )
     if "client_fraction" in run:
         problems += check_fraction(f"{path}.client_fraction", run["client_fraction"])
     if "lr" in run:
@@ -191,8 +230,10 @@ def check_norm(path: str, run: dict) -> list[str]:
     if norm is None or not isinstance(model, str):
         return []
     if model not in MODEL_NORMS:
-        return [f"{path}.norm: model {model} has no norm option; leave norm out, or use one of the models "
-                f"{', '.join(MODEL_NORMS)}"]
+        return [
+            f"{path}.norm: model {model} has no norm option; leave norm out, or use one of the models "
+            f"{', '.join(MODEL_NORMS)}"
+        ]
     return check_choice(f"{path}.norm", norm, MODEL_NORMS[model])
 
 
@@ -222,8 +263,11 @@ def check_profile_block(path: str, run: dict, block: str, params: dict) -> list[
     if problems:
         return problems
     merged = deep_merge(run, overrides)
-    return [p.replace(f"{path}.", f"{path}.{block}.", 1) for p in check_run_values(path, merged, params)
-            if any(p.startswith(f"{path}.{k}") for k in scaled_keys(overrides))]
+    return [
+        p.replace(f"{path}.", f"{path}.{block}.", 1)
+        for p in check_run_values(path, merged, params)
+        if any(p.startswith(f"{path}.{k}") for k in scaled_keys(overrides))
+    ]
 
 
 def resolve_run(params: dict, key: str) -> dict:
@@ -231,8 +275,10 @@ def resolve_run(params: dict, key: str) -> dict:
     run = params["runs"][key]
     profile = params["profile"]
     scaled = profile_overrides(run, profile)
-    settings = {**RUN_DEFAULTS, **deep_merge({k: v for k, v in run.items()
-                                              if k not in (*PROFILE_BLOCK_KEYS, "profiles")}, scaled)}
+    settings = {
+        **RUN_DEFAULTS,
+        **deep_merge({k: v for k, v in run.items() if k not in (*PROFILE_BLOCK_KEYS, "profiles")}, scaled),
+    }
     settings["algorithm"] = {"name": settings["algorithm"]["name"], **resolve_hyperparams(settings["algorithm"])}
     settings["key"] = key
     settings["run"] = key

@@ -19,6 +19,7 @@ them) and every part's construction (`from_resolved`) are derived from these fie
 one field here. Nothing is checked when a part is built: the resolve stage has validated every value and
 filled in every default before a train stage reads them. No torch here: validation imports this module.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,15 +31,37 @@ REQUIRED = object()  # a key every run must set (no default)
 
 # The values some keys allow, here (torch-free) so that validating params.yaml needs no torch; the modules
 # that implement them check that they implement exactly these (tests/unit/test_settings.py).
-MODEL_NAMES = ("mlp_200", "mlp_200_200", "cnn_mnist", "cnn_fedavg", "cnn_fedavg_bn", "cnn_small", "resnet18",
-               "resnet_shallow", "resnet_shallow_small", "densenet121")
+MODEL_NAMES = (
+    "mlp_200",
+    "mlp_200_200",
+    "cnn_mnist",
+    "cnn_fedavg",
+    "cnn_fedavg_bn",
+    "cnn_small",
+    "resnet18",
+    "resnet_shallow",
+    "resnet_shallow_small",
+    "densenet121",
+)
 # The models with a `norm` option, and the norms each takes (the first is its default).
-MODEL_NORMS = {"cnn_small": ("group", "batch", "none"), "resnet18": ("group", "batch"),
-               "resnet_shallow": ("batch", "group"), "resnet_shallow_small": ("batch", "group")}
-MODEL_MIN_SIDE = {"cnn_mnist": 6, "cnn_fedavg": 4, "cnn_fedavg_bn": 4, "cnn_small": 4, "resnet18": 8, "resnet_shallow": 8,
-                  # a stride-2 stem and three stride-2 blocks: 8x8 images reach the last block as 1x1 maps,
-                  # and BatchNorm cannot normalise a short last batch of one sample there
-                  "resnet_shallow_small": 16, "densenet121": 8}
+MODEL_NORMS = {
+    "cnn_small": ("group", "batch", "none"),
+    "resnet18": ("group", "batch"),
+    "resnet_shallow": ("batch", "group"),
+    "resnet_shallow_small": ("batch", "group"),
+}
+MODEL_MIN_SIDE = {
+    "cnn_mnist": 6,
+    "cnn_fedavg": 4,
+    "cnn_fedavg_bn": 4,
+    "cnn_small": 4,
+    "resnet18": 8,
+    "resnet_shallow": 8,
+    # a stride-2 stem and three stride-2 blocks: 8x8 images reach the last block as 1x1 maps,
+    # and BatchNorm cannot normalise a short last batch of one sample there
+    "resnet_shallow_small": 16,
+    "densenet121": 8,
+}
 # What `freeze` can hold fixed (neither trained nor averaged): the FedWAvg paper's Figure 3.
 FREEZES = ("none", "classifier")
 LOSSES = ("ce", "tce")
@@ -83,6 +106,7 @@ def part(cls):
 @dataclass(frozen=True)
 class DataSettings:
     """What a run trains and evaluates on."""
+
     dataset: str = key("dataset")  # filled in by the resolve stage from the partition
     dataset_options: dict = key("dataset_options")  # the dataset's size overrides (params' datasets.<name>)
     partition: str = key("partition")
@@ -92,6 +116,7 @@ class DataSettings:
 @dataclass(frozen=True)
 class ModelSettings:
     """The network a run trains."""
+
     name: str = key("model", REQUIRED, MODEL_NAMES)
     norm: str | None = key("norm", None)  # the norm of a model that offers one (MODEL_NORMS); None: its default
 
@@ -99,6 +124,7 @@ class ModelSettings:
 @dataclass(frozen=True)
 class OptimizerSettings:
     """The client optimiser: SGD (lr, momentum, weight_decay) or Adam (lr, betas, eps, weight_decay)."""
+
     name: str = key("optimizer", "sgd", OPTIMIZERS)
     lr: float = key("lr")
     momentum: float = key("momentum", 0.0)
@@ -110,6 +136,7 @@ class OptimizerSettings:
 @dataclass(frozen=True)
 class LocalTraining:
     """What each sampled client does in a round."""
+
     epochs: int = key("local_epochs")
     batch_size: int = key("batch_size")
     loss: str = key("loss", "ce", LOSSES)
@@ -120,6 +147,7 @@ class LocalTraining:
 @dataclass(frozen=True)
 class RoundSettings:
     """Everything one communication round depends on besides the model, the algorithm and the data."""
+
     seed: int = key("seed")  # keys every random draw (clientdata.generator_for): set per seed, not in params
     client_fraction: float = key("client_fraction")  # C: the share of clients sampled each round
     local: LocalTraining = part(LocalTraining)
@@ -131,6 +159,7 @@ class RoundSettings:
 class Schedule:
     """The run's course: its rounds, when and on what the global model is evaluated, the accuracies
     whose first round is reported, and how often the state is checkpointed."""
+
     rounds: int = key("rounds")
     eval_every: int = key("eval_every", 1)
     evaluate_on: str = key("evaluate_on", "test", EVALUATION_SETS)  # training.curve_set
@@ -141,6 +170,7 @@ class Schedule:
 @dataclass(frozen=True)
 class ProbeSettings:
     """The forgetting probes (pipeline.forgetting): when, and of how many clients."""
+
     rounds: tuple[int, ...] = key("probe_rounds", [])  # local client forgetting and per-client accuracy
     clients: int = key("probe_clients", 10)  # at most this many cohort clients in a probe
     forgettable_every: int = key("forgettable_every", 0)  # forgettable examples every t rounds (0: never)
@@ -164,8 +194,12 @@ def run_keys() -> dict[str, Any]:
 
 def allowed_values() -> dict[str, tuple]:
     """The keys whose values are one of a list: key -> the list."""
-    return {item.metadata["key"]: item.metadata["allowed"] for cls in PARTS for item in dataclasses.fields(cls)
-            if item.metadata.get("allowed")}
+    return {
+        item.metadata["key"]: item.metadata["allowed"]
+        for cls in PARTS
+        for item in dataclasses.fields(cls)
+        if item.metadata.get("allowed")
+    }
 
 
 RUN_DEFAULTS = {name: default for name, default in run_keys().items() if default is not REQUIRED}
@@ -185,6 +219,7 @@ def seed_settings(settings: dict, seed: int) -> dict:
 @dataclass(frozen=True)
 class RunSettings:
     """One (run, seed) as the train stage trains it."""
+
     run: str
     data: DataSettings
     model: ModelSettings
@@ -207,6 +242,13 @@ class RunSettings:
     def from_resolved(cls, resolved: Mapping[str, Any], seed: int) -> RunSettings:
         """The settings of one seed of a run, from its resolved settings (resolved/<run>.json)."""
         record = seed_settings(dict(resolved), seed)
-        return cls(record["run"], build(DataSettings, record), build(ModelSettings, record),
-                   build(RoundSettings, record), build(Schedule, record), build(ProbeSettings, record),
-                   record["algorithm"], record)
+        return cls(
+            record["run"],
+            build(DataSettings, record),
+            build(ModelSettings, record),
+            build(RoundSettings, record),
+            build(Schedule, record),
+            build(ProbeSettings, record),
+            record["algorithm"],
+            record,
+        )

@@ -11,6 +11,7 @@ files under `raw_root`, and the converters below read those files into the prepa
 The converters are small pure functions of the files, so each is tested on tiny files written in the
 source's format. Anything wrong with a file raises `SourceError` with a one-line message naming it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -222,8 +223,9 @@ def writer_ids(*user_lists) -> dict[str, int]:
 def femnist_split(users: list[str], pixels: list, labels: list, ids: dict[str, int], source) -> tuple:
     """Per-user pixel and label lists -> (images, labels, writers) in the contract's types."""
     counts = [len(user_labels) for user_labels in labels]
-    images = [np.asarray(user_pixels, dtype=np.float64).reshape(-1, FEMNIST_SIDE, FEMNIST_SIDE, 1)
-              for user_pixels in pixels]
+    images = [
+        np.asarray(user_pixels, dtype=np.float64).reshape(-1, FEMNIST_SIDE, FEMNIST_SIDE, 1) for user_pixels in pixels
+    ]
     empty = np.zeros((0, FEMNIST_SIDE, FEMNIST_SIDE, 1))
     x = inverted_to_uint8(np.concatenate(images) if images else empty)
     y = check_labels(np.concatenate(labels) if labels else np.zeros(0), FEMNIST_CLASSES, source)
@@ -248,8 +250,9 @@ def read_tff_h5(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     try:
         with h5py.File(path, "r") as handle:
             examples = handle["examples"]
-            return {client: (examples[client]["pixels"][()], examples[client]["label"][()])
-                    for client in sorted(examples)}
+            return {
+                client: (examples[client]["pixels"][()], examples[client]["label"][()]) for client in sorted(examples)
+            }
     except (OSError, KeyError) as error:
         raise SourceError(f"{path}: not a TFF federated EMNIST file ({type(error).__name__}: {error})") from None
 

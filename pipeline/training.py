@@ -10,6 +10,7 @@ numbers of two identical runs are byte-identical). A NaN/inf loss stops the run 
 Every `checkpoint_every` rounds the full state is saved (pipeline.results), keyed by everything the
 numbers depend on: a killed run resumes from there, and a changed setting or engine never does.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,6 +44,7 @@ AGGREGATION_LOG_PREFIX = "aggregation_"
 @dataclass
 class SeedResult:
     """What one (run, seed) trained to: everything its outputs are written from (pipeline.outputs)."""
+
     settings: RunSettings
     history: list[dict]  # one record per round: losses, bytes, accuracies where evaluated
     status: str  # "ok" or "diverged"
@@ -59,11 +61,17 @@ class SeedResult:
 _DATA: dict = {}  # (data settings, device) -> (train, test, dataset sha): a worker's seeds share the loaded data
 
 
-def load_client_data(settings: DataSettings, device: torch.device,
-                     cache: Path | None = None) -> tuple[ClientData, ClientData, str]:
+def load_client_data(
+    settings: DataSettings, device: torch.device, cache: Path | None = None
+) -> tuple[ClientData, ClientData, str]:
     """The run's training clients and test set on `device`, loaded once per process."""
-    key = (settings.dataset, repr(sorted(settings.dataset_options.items())), settings.partition,
-           settings.input_scaling, str(device))
+    key = (
+        settings.dataset,
+        repr(sorted(settings.dataset_options.items())),
+        settings.partition,
+        settings.input_scaling,
+        str(device),
+    )
     if key not in _DATA:
         arrays, dataset_sha = load_prepared_with_sha256(settings.dataset, settings.dataset_options)
         partition = load_partition(settings.partition, dataset_sha)
@@ -73,8 +81,15 @@ def load_client_data(settings: DataSettings, device: torch.device,
         clients = [torch.from_numpy(p).to(device) for p in partition["train"]]
         val_clients = [torch.from_numpy(p).to(device) for p in partition["val"]]
         data = ClientData(x, torch.from_numpy(arrays["y_train"]).to(device), clients, mean, std, val_clients, classes)
-        test = ClientData(torch.from_numpy(arrays["x_test"]).to(device), torch.from_numpy(arrays["y_test"]).to(device),
-                          [], mean, std, [], classes)
+        test = ClientData(
+            torch.from_numpy(arrays["x_test"]).to(device),
+            torch.from_numpy(arrays["y_test"]).to(device),
+            [],
+            mean,
+            std,
+            [],
+            classes,
+        )
         _DATA.clear()  # one run's data at a time
         _DATA[key] = (data, test, dataset_sha)
     return _DATA[key]
@@ -96,8 +111,11 @@ def probe_round(view, round_: int, settings: ProbeSettings, seed: int, probes: d
         record = view.local_forgetting(positions)
         per_client = view.global_accuracy_per_client()
         probes.setdefault("rounds", {})[round_] = {
-            "round": round_, **record, "global_accuracy_per_client": per_client,
-            "global_accuracy_spread": forgetting.accuracy_spread(per_client)}
+            "round": round_,
+            **record,
+            "global_accuracy_per_client": per_client,
+            "global_accuracy_spread": forgetting.accuracy_spread(per_client),
+        }
     if settings.forgettable_every and round_ % settings.forgettable_every == 0:
         probes.setdefault("forgettable", {})[round_] = dict(zip(view.cohort, view.forgettable.tolist()))
 
@@ -130,14 +148,26 @@ def rounds_also_on_the_test_set(schedule, evaluations: int = TEST_SET_EVALUATION
 
 def checkpoint_key(settings: RunSettings, dataset_sha: str, vectorized: bool, device: torch.device) -> str:
     """Everything a seed's numbers depend on, hashed: its settings, data, path, code, device and torch."""
-    return settings_hash(settings.record, {
-        "dataset_sha256": dataset_sha, "vectorized": vectorized, "code": run_code_digest(settings.algorithm["name"]),
-        "device": device.type, "machine": results.machine_kind(device), "torch": torch.__version__,
-        "partition": load_partition(settings.data.partition)["meta"]["clients_sha256"]})
+    return settings_hash(
+        settings.record,
+        {
+            "dataset_sha256": dataset_sha,
+            "vectorized": vectorized,
+            "code": run_code_digest(settings.algorithm["name"]),
+            "device": device.type,
+            "machine": results.machine_kind(device),
+            "torch": torch.__version__,
+            "partition": load_partition(settings.data.partition)["meta"]["clients_sha256"],
+        },
+    )
 
 
-def train_seed(settings: RunSettings, options: RuntimeOptions = RuntimeOptions(), vectorized: bool | None = None,
-               ranks: distributed.Ranks | None = None) -> SeedResult | None:
+def train_seed(
+    settings: RunSettings,
+    options: RuntimeOptions = RuntimeOptions(),
+    vectorized: bool | None = None,
+    ranks: distributed.Ranks | None = None,
+) -> SeedResult | None:
     """Train one (run, seed), resuming from its checkpoint if there is one, or return its kept result.
 
     vectorized=None picks the faster path for the model and device (cohort.prefer_vectorized). With
@@ -148,8 +178,9 @@ def train_seed(settings: RunSettings, options: RuntimeOptions = RuntimeOptions()
     device = distributed.device_for(ranks, options.device)
     data, test, dataset_sha = load_client_data(settings.data, device, options.cache)
     spec = dataset_spec(settings.data.dataset)
-    model = build_model(settings.model.name, spec.image_shape, spec.classes, settings.seed,
-                        settings.model.norm).to(device)
+    model = build_model(settings.model.name, spec.image_shape, spec.classes, settings.seed, settings.model.norm).to(
+        device
+    )
     algorithm = get_algorithm(hp["name"])
     if vectorized is None:
         vectorized = prefer_vectorized(model, device, cohort_size(len(data.clients), settings.round.client_fraction))
@@ -159,8 +190,9 @@ def train_seed(settings: RunSettings, options: RuntimeOptions = RuntimeOptions()
     if ranks is None and kept is not None:
         return SeedResult(settings, **kept)
     # Rank 0 reads the checkpoint and sends it: the ranks of a multi-node run need not share a disk.
-    checkpoint = distributed.broadcast_from_main(ranks, store.checkpoint(key, digest, device) if main_rank else None,
-                                                 device, "reading the checkpoint")
+    checkpoint = distributed.broadcast_from_main(
+        ranks, store.checkpoint(key, digest, device) if main_rank else None, device, "reading the checkpoint"
+    )
     if checkpoint:
         state, history, seconds = checkpoint["state"], checkpoint["history"], checkpoint["seconds"]
         probe_seconds, probes = checkpoint["probe_seconds"], checkpoint["probes"]
@@ -176,18 +208,41 @@ def train_seed(settings: RunSettings, options: RuntimeOptions = RuntimeOptions()
     test_data, test_index = curve_set("test", data, test)
     levers = Levers(options.chunk, options.compile, options.foreach == "on")
     optimizer = build_optimizer(settings.round.local.optimizer, levers.foreach)
-    bar = tqdm(total=schedule.rounds, initial=len(history), desc=key, unit="round", dynamic_ncols=True,
-               disable=not (options.progress and main_rank))
+    bar = tqdm(
+        total=schedule.rounds,
+        initial=len(history),
+        desc=key,
+        unit="round",
+        dynamic_ncols=True,
+        disable=not (options.progress and main_rank),
+    )
     for round_ in range(len(history) + 1, schedule.rounds + 1):
         if status == "diverged":
             break
         start = time.perf_counter()
-        result = run_round(model, algorithm, hp, state, data, settings.round, round_, vectorized=vectorized,
-                           probe=main_rank and is_probed(settings.probes, round_), ranks=ranks, optimizer=optimizer,
-                           levers=levers)
-        record = {"round": round_, "train_loss": result.train_loss, "bytes_down": result.bytes_down,
-                  "bytes_up": result.bytes_up, "test_accuracy": None, "test_loss": None,
-                  "example_forgetting_events": result.example_events}
+        result = run_round(
+            model,
+            algorithm,
+            hp,
+            state,
+            data,
+            settings.round,
+            round_,
+            vectorized=vectorized,
+            probe=main_rank and is_probed(settings.probes, round_),
+            ranks=ranks,
+            optimizer=optimizer,
+            levers=levers,
+        )
+        record = {
+            "round": round_,
+            "train_loss": result.train_loss,
+            "bytes_down": result.bytes_down,
+            "bytes_up": result.bytes_up,
+            "test_accuracy": None,
+            "test_loss": None,
+            "example_forgetting_events": result.example_events,
+        }
         if result.diverged:
             status = "diverged"
             record["diverged"] = True
@@ -212,8 +267,17 @@ def train_seed(settings: RunSettings, options: RuntimeOptions = RuntimeOptions()
         if round_ % schedule.checkpoint_every == 0 or status == "diverged":
             distributed.check_agreement(ranks, state, round_, device)
         if main_rank and (round_ % schedule.checkpoint_every == 0 or status == "diverged") and round_ < schedule.rounds:
-            store.save_checkpoint(key, digest, {"state": state, "history": history, "seconds": seconds,
-                                                "probe_seconds": probe_seconds, "probes": probes})
+            store.save_checkpoint(
+                key,
+                digest,
+                {
+                    "state": state,
+                    "history": history,
+                    "seconds": seconds,
+                    "probe_seconds": probe_seconds,
+                    "probes": probes,
+                },
+            )
     bar.close()
     if not main_rank:
         return None
@@ -223,10 +287,23 @@ def train_seed(settings: RunSettings, options: RuntimeOptions = RuntimeOptions()
         # The last round is always among rounds_also_on_the_test_set: its record holds that evaluation.
         final_test_accuracy = history[-1]["test_set_accuracy"]
     if settings.round.example_events:
-        probes["presentations"] = {"clients": len(data.clients),
-                                   **forgetting.presentation_summary(state.get("presentations", {}))}
-    outcome = SeedResult(settings, history, status, seconds, probe_seconds, probes, final, final_test_accuracy,
-                         distributed.describe_device(device), run_code_digest(hp["name"]), results.current_commit())
+        probes["presentations"] = {
+            "clients": len(data.clients),
+            **forgetting.presentation_summary(state.get("presentations", {})),
+        }
+    outcome = SeedResult(
+        settings,
+        history,
+        status,
+        seconds,
+        probe_seconds,
+        probes,
+        final,
+        final_test_accuracy,
+        distributed.describe_device(device),
+        run_code_digest(hp["name"]),
+        results.current_commit(),
+    )
     store.keep(key, digest, outcome_fields(outcome))
     return outcome
 

@@ -1,4 +1,5 @@
 """Fixtures shared by several test files."""
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,7 @@ def pipeline_repo(tmp_path_factory):
     sizes (nothing is downloaded); grid.yaml written and everything committed; then `dvc repro` of the
     stages in `build`, if any. Progress bars off (CI=1) and one thread (2-core machines). A factory of
     session scope, so that module-scoped fixtures and tests alike can ask for one."""
+
     def make(params: dict, dvc_yaml: dict | None = None, build: tuple[str, ...] = ()) -> Repo:
         tmp = tmp_path_factory.mktemp("pipeline")
         root = tmp / "repo"
@@ -51,3 +53,14 @@ def pytest_configure(config):
         import torch
 
         torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tier is the folder: everything under tests/e2e is `e2e` (left out by `scripts/test.sh --fast`),
+    everything under tests/gpu is `gpu`."""
+    for item in items:
+        parts = item.path.parts
+        if "e2e" in parts:
+            item.add_marker(pytest.mark.e2e)
+        elif "gpu" in parts:
+            item.add_marker(pytest.mark.gpu)

@@ -15,6 +15,7 @@ The loss (cross-entropy or TCE) and the client optimiser (SGD or Adam) are run s
 code: pipeline/losses.py and pipeline/optimizers.py. The round loop lives in pipeline/rounds.py, local
 training in pipeline/cohort.py.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -105,18 +106,27 @@ INTERFACE = ("NAME", "HYPERPARAMS", *HOOKS)
 
 # What a module that leaves a hook out gets (as_algorithm): FedAvg's part.
 DEFAULTS: dict[str, Any] = {
-    "check": common.no_problems, "init_state": common.params_state, "shared_context": common.no_shared_context,
-    "client_context": common.no_client_context, "penalty": common.no_penalty,
-    "penalty_affine": common.no_penalty_affine, "local_tracker": common.no_tracker,
-    "client_upload": common.params_upload, "remember": common.nothing_remembered,
-    "aggregate": common.sample_weighted_average, "after_aggregate": common.state_unchanged,
-    "sent_down": common.only_params_down, "sent_up": common.only_params_up,
+    "check": common.no_problems,
+    "init_state": common.params_state,
+    "shared_context": common.no_shared_context,
+    "client_context": common.no_client_context,
+    "penalty": common.no_penalty,
+    "penalty_affine": common.no_penalty_affine,
+    "local_tracker": common.no_tracker,
+    "client_upload": common.params_upload,
+    "remember": common.nothing_remembered,
+    "aggregate": common.sample_weighted_average,
+    "after_aggregate": common.state_unchanged,
+    "sent_down": common.only_params_down,
+    "sent_up": common.only_params_up,
 }
 
 # A hook that is of use only with another: its companion must be written too (the default would
 # silently contradict it).
-NEEDS = {"penalty_affine": ("penalty", "the penalty whose gradient it is"),
-         "local_tracker": ("client_upload", "the only reader of what the tracker observes")}
+NEEDS = {
+    "penalty_affine": ("penalty", "the penalty whose gradient it is"),
+    "local_tracker": ("client_upload", "the only reader of what the tracker observes"),
+}
 
 
 def as_algorithm(module) -> SimpleNamespace:
@@ -130,8 +140,9 @@ def as_algorithm(module) -> SimpleNamespace:
     defaults = {"HYPERPARAMS": {}, **DEFAULTS}
     if hasattr(module, "penalty"):
         defaults["penalty_affine"] = None
-    return SimpleNamespace(module=module, NAME=module.NAME,
-                           **{name: getattr(module, name, default) for name, default in defaults.items()})
+    return SimpleNamespace(
+        module=module, NAME=module.NAME, **{name: getattr(module, name, default) for name, default in defaults.items()}
+    )
 
 
 def interface_problems(module) -> list[str]:
@@ -188,8 +199,9 @@ def names(path=__path__) -> list[str]:
     module, with no list to edit here, so this file (part of every train stage's fingerprint) does not
     change and no other algorithm's runs rerun (each train stage depends on its own algorithm's module
     only: pipeline.fingerprint)."""
-    found = sorted(info.name for info in pkgutil.iter_modules(path)
-                   if info.name != "common" and not info.name.startswith("_"))
+    found = sorted(
+        info.name for info in pkgutil.iter_modules(path) if info.name != "common" and not info.name.startswith("_")
+    )
     return ["fedavg"] * ("fedavg" in found) + [name for name in found if name != "fedavg"]
 
 
@@ -204,11 +216,14 @@ def get_algorithm(name: str, package: str = __name__) -> Algorithm:
         raise
     except Exception as error:  # a syntax error, a failed import, an exception at import: the module's own
         where = f" (line {error.lineno})" if isinstance(error, SyntaxError) and error.lineno else ""
-        raise UserError(f"{path}: the algorithm module cannot be imported{where}: {type(error).__name__}: "
-                        f"{error}") from None
+        raise UserError(
+            f"{path}: the algorithm module cannot be imported{where}: {type(error).__name__}: {error}"
+        ) from None
     if getattr(module, "NAME", None) != name:
-        raise UserError(f"{path}: NAME is {getattr(module, 'NAME', None)!r}; an algorithm's NAME is its file's "
-                        f"name ({name!r}), by which the train stages find its code")
+        raise UserError(
+            f"{path}: NAME is {getattr(module, 'NAME', None)!r}; an algorithm's NAME is its file's "
+            f"name ({name!r}), by which the train stages find its code"
+        )
     return cast(Algorithm, as_algorithm(module))
 
 
@@ -230,8 +245,11 @@ def check_algorithm(path: str, settings) -> list[str]:
     for key in hp:
         if key not in module.HYPERPARAMS:
             close = difflib.get_close_matches(str(key), list(module.HYPERPARAMS), n=1)
-            hint = (f"; did you mean {close[0]!r}?" if close
-                    else f"; {name} takes: {', '.join(module.HYPERPARAMS) or 'no keys'}")
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else f"; {name} takes: {', '.join(module.HYPERPARAMS) or 'no keys'}"
+            )
             problems.append(f"{path}.{key}: unknown key{hint}")
     return problems or module.check(path, resolve_hyperparams(settings))
 

@@ -4,6 +4,7 @@ The defaults are FedAvg's own parts: pipeline.algorithms.DEFAULTS gives each to 
 its hook out (pipeline.algorithms.Algorithm says what each hook does), so a module writes only what it
 changes and FedAvg's module is its NAME alone.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,6 +21,7 @@ def zeros_like(params: dict) -> dict:
 
 
 # ---------------------------------------------------------------- the hooks' defaults (FedAvg)
+
 
 def no_problems(path, hp):
     return []

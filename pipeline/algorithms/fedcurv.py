@@ -22,6 +22,7 @@ The Fisher is the diagonal empirical Fisher (`fisher_labels: true`) or the one w
 the model (`sampled`), averaged over per-sample squared gradients of `fisher_samples` of the client's
 samples (null: all of them), computed by pipeline.fisher at the client's new parameters.
 """
+
 from __future__ import annotations
 
 import torch
@@ -59,8 +60,13 @@ def init_state(global_params, num_clients, hp):
     # holds them, and Σ F·θ², in float64 (`latest_sums`). Σ F·θ² is on the model's device and in its
     # dtype, as the sums that replace it are.
     like = next(iter(global_params.values()))
-    return {"params": global_params, "u": zero, "v": dict(zero),
-            "w_total": torch.zeros((), dtype=like.dtype, device=like.device), "summed": []}
+    return {
+        "params": global_params,
+        "u": zero,
+        "v": dict(zero),
+        "w_total": torch.zeros((), dtype=like.dtype, device=like.device),
+        "summed": [],
+    }
 
 
 def client_context(state, client, hp):
@@ -92,8 +98,10 @@ def penalty_affine(shared, ctx, hp):
     None at λ = 0 (the engine then adds no penalty term). Works on stacked cohorts too."""
     if hp["lambda"] == 0:
         return None
-    return ({n: 2.0 * hp["lambda"] * f for n, f in ctx["fisher_others"].items()},
-            {n: 2.0 * hp["lambda"] * a for n, a in ctx["anchor_others"].items()})
+    return (
+        {n: 2.0 * hp["lambda"] * f for n, f in ctx["fisher_others"].items()},
+        {n: 2.0 * hp["lambda"] * a for n, a in ctx["anchor_others"].items()},
+    )
 
 
 def client_upload(local, hp):
@@ -103,8 +111,12 @@ def client_upload(local, hp):
 def upload_from(params, fisher, hp, shared=None):
     """θ_k, F_k, F_k·θ_k and Σ F_k·θ_k² from a client's parameters and Fisher."""
     fisher_params = {name: fisher[name] * params[name] for name in params}
-    return {"params": params, "fisher": fisher, "fisher_params": fisher_params,
-            "fisher_params2": sum((fisher_params[n] * params[n]).sum() for n in params)}
+    return {
+        "params": params,
+        "fisher": fisher,
+        "fisher_params": fisher_params,
+        "fisher_params2": sum((fisher_params[n] * params[n]).sum() for n in params),
+    }
 
 
 def remember(upload, hp):
@@ -123,16 +135,18 @@ def aggregate(state, uploads, weights, hp):
         summed = [up["client"] for up in uploads]
         kept = [remember(up, hp) for up in uploads]
         u, v, w_total = sums(kept)
-    new = {"params": weighted_sum(uploads, weights, "params"), "u": u, "v": v, "w_total": w_total,
-           "summed": summed}
+    new = {"params": weighted_sum(uploads, weights, "params"), "u": u, "v": v, "w_total": w_total, "summed": summed}
     return new if carried is None else {**new, "carried_sums": carried}
 
 
 def sums(entries: list) -> tuple:
     """Σ F, Σ F·θ and Σ F·θ² over remembered entries."""
     ones = [1.0] * len(entries)
-    return (weighted_sum(entries, ones, "fisher"), weighted_sum(entries, ones, "fisher_params"),
-            sum(entry["fisher_params2"] for entry in entries))
+    return (
+        weighted_sum(entries, ones, "fisher"),
+        weighted_sum(entries, ones, "fisher_params"),
+        sum(entry["fisher_params2"] for entry in entries),
+    )
 
 
 def latest_sums(state, uploads) -> tuple:
@@ -153,8 +167,11 @@ def latest_sums(state, uploads) -> tuple:
     # {"fisher": Σ F, "fisher_params": Σ F·θ, "fisher_params2": Σ F·θ²} in float64; on the first carried
     # round, taken afresh (once) over the previous store
     carried = state.get("carried_sums") or totals64([previous[client] for client in sorted(previous)], names)
-    exact = carry(carried, totals64([store[client] for client in uploaded], names),
-                  totals64([previous[client] for client in uploaded if client in previous], names))
+    exact = carry(
+        carried,
+        totals64([store[client] for client in uploaded], names),
+        totals64([previous[client] for client in uploaded if client in previous], names),
+    )
     dtype = state["w_total"].dtype
     # Σ F is a sum of non-negative entries; float64 cancellation may leave it a hair below zero.
     u = {n: t.clamp_min(0).to(dtype) for n, t in exact["fisher"].items()}
@@ -168,9 +185,12 @@ def totals64(entries: list, names: list) -> dict:
 
     def total(value_of):
         return sum((torch.as_tensor(value_of(entry)).double() for entry in entries), zero)
-    return {"fisher": {n: total(lambda e: e["fisher"][n]) for n in names},
-            "fisher_params": {n: total(lambda e: e["fisher_params"][n]) for n in names},
-            "fisher_params2": total(lambda e: e["fisher_params2"])}
+
+    return {
+        "fisher": {n: total(lambda e: e["fisher"][n]) for n in names},
+        "fisher_params": {n: total(lambda e: e["fisher_params"][n]) for n in names},
+        "fisher_params2": total(lambda e: e["fisher_params2"]),
+    }
 
 
 def carry(total, added, removed):

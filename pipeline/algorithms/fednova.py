@@ -22,6 +22,7 @@ Only parameters are normalised: BatchNorm's running statistics are averaged apar
 FedAvg's weights (they are not an optimiser's update). With equal step counts τ_eff·Σ p_i Δ_i/τ =
 Σ p_i Δ_i: FedAvg exactly, up to rounding (tests/test_algorithms_fedwavg.py).
 """
+
 from __future__ import annotations
 
 from pipeline.algorithms.common import weighted_sum
@@ -39,7 +40,7 @@ def work(steps: int, optimizer) -> float:
     rho = optimizer.momentum if isinstance(optimizer, SGD) else 0.0
     if rho == 0 or steps == 0:
         return float(steps)
-    return (steps - rho * (1 - rho ** steps) / (1 - rho)) / (1 - rho)
+    return (steps - rho * (1 - rho**steps) / (1 - rho)) / (1 - rho)
 
 
 def client_upload(local, hp):
@@ -49,8 +50,7 @@ def client_upload(local, hp):
 def upload_from(start: dict, params: dict, norm: float) -> dict:
     """d_i = (x − y_i)/‖a_i‖₁ and ‖a_i‖₁; a client with no step sends a zero update and no work."""
     scale = 1.0 / norm if norm > 0 else 0.0
-    return {"params": params, "normalized_update": {n: (start[n] - params[n]) * scale for n in params},
-            "work": norm}
+    return {"params": params, "normalized_update": {n: (start[n] - params[n]) * scale for n in params}, "work": norm}
 
 
 def aggregate(state, uploads, weights, hp):

@@ -1,4 +1,5 @@
 """FedProx (Li et al. 2020): FedAvg plus the proximal term μ/2·‖θ − θ_t‖² in every local objective."""
+
 from __future__ import annotations
 
 from pipeline.checks import check_nonnegative
@@ -24,5 +25,7 @@ def penalty_affine(shared, ctx, hp):
     """∂penalty/∂θ = μ(θ − θ_t) as scale·θ − offset: (μ, μ·θ_t); None at μ = 0."""
     if hp["mu"] == 0:
         return None
-    return ({name: hp["mu"] for name in shared["global"]},
-            {name: hp["mu"] * value for name, value in shared["global"].items()})
+    return (
+        {name: hp["mu"] for name in shared["global"]},
+        {name: hp["mu"] * value for name, value in shared["global"].items()},
+    )

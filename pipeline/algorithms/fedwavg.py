@@ -26,6 +26,7 @@ Choices the paper leaves open (it has every client in every round, equal-sized c
 The count is one integer per client every `period` rounds; it is left out of the bytes curves
 (4 bytes against the model's megabytes).
 """
+
 from __future__ import annotations
 
 from pipeline.algorithms.common import weighted_sum

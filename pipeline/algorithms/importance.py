@@ -43,6 +43,7 @@ the number of steps), so each layer's score is rescaled to that layer's total Fi
 importance is the mean of the two: it has the Fisher's mass layer by layer, so λ keeps its meaning
 across Table 4 (only how the importance is spread over a layer's elements differs).
 """
+
 from __future__ import annotations
 
 import torch
@@ -54,8 +55,15 @@ from pipeline.checks import check_choice, check_fraction, check_int, check_nonne
 
 NAME = "importance"
 HYPERPARAMS = {
-    "lambda": 1.0e5, "penalty": "ewc", "aggregation": "importance", "importance": "fisher", "gamma": 0.9,
-    "fisher_samples": None, "fisher_labels": "true", "rwalk_decay": 0.9, "rwalk_epsilon": 1.0e-8,
+    "lambda": 1.0e5,
+    "penalty": "ewc",
+    "aggregation": "importance",
+    "importance": "fisher",
+    "gamma": 0.9,
+    "fisher_samples": None,
+    "fisher_labels": "true",
+    "rwalk_decay": 0.9,
+    "rwalk_epsilon": 1.0e-8,
 }
 PENALTIES = ("ewc", "l2", "none")
 AGGREGATIONS = ("importance", "samples")
@@ -176,16 +184,16 @@ def importance_weights(importances: list[dict], sample_weights: list[float]) -> 
     """F̄_k of eq. 2: each client's layer divided by its sum, then each element by its cohort sum.
 
     Elements that no client finds important take the sample-size weights instead."""
-    per_layer = [{n: f / f.sum() if float(f.sum()) > 0 else torch.zeros_like(f) for n, f in imp.items()}
-                 for imp in importances]
+    per_layer = [
+        {n: f / f.sum() if float(f.sum()) > 0 else torch.zeros_like(f) for n, f in imp.items()} for imp in importances
+    ]
     weights = [dict() for _ in importances]
     for name in importances[0]:
         total = sum(layer[name] for layer in per_layer)
         covered = total > 0
         safe_total = torch.where(covered, total, torch.ones_like(total))
         for k, layer in enumerate(per_layer):
-            weights[k][name] = torch.where(covered, layer[name] / safe_total,
-                                           torch.full_like(total, sample_weights[k]))
+            weights[k][name] = torch.where(covered, layer[name] / safe_total, torch.full_like(total, sample_weights[k]))
     return weights
 
 
@@ -199,10 +207,13 @@ def weight_spread(element_weights: list[dict], sample_weights: list[float]) -> d
     the mean over clients and elements of |F̄_k − p_k| / p_k, and the share of (client, element) pairs
     moved by more than MOVED_FRACTION of p_k. Both near 0: the aggregation is practically FedAvg's (with
     γ = 0.9 every upload is 90 % the global Fisher after round 1; issue 37). 0-d tensors: no read-back."""
-    deviations = torch.cat([((w[name] - p).abs() / p).flatten()
-                            for w, p in zip(element_weights, sample_weights) for name in w])
-    return {"importance_weight_deviation": deviations.mean(),
-            "importance_weight_moved_share": (deviations > MOVED_FRACTION).float().mean()}
+    deviations = torch.cat(
+        [((w[name] - p).abs() / p).flatten() for w, p in zip(element_weights, sample_weights) for name in w]
+    )
+    return {
+        "importance_weight_deviation": deviations.mean(),
+        "importance_weight_moved_share": (deviations > MOVED_FRACTION).float().mean(),
+    }
 
 
 def aggregate(state, uploads, weights, hp):
@@ -213,6 +224,5 @@ def aggregate(state, uploads, weights, hp):
     if hp["aggregation"] != "importance":
         return {"params": weighted_sum(uploads, weights, "params"), "fisher": global_fisher}
     element_weights = importance_weights(fishers, weights)
-    params = {n: sum(w[n] * up["params"][n] for w, up in zip(element_weights, uploads))
-              for n in uploads[0]["params"]}
+    params = {n: sum(w[n] * up["params"][n] for w, up in zip(element_weights, uploads)) for n in uploads[0]["params"]}
     return {"params": params, "fisher": global_fisher, "round_log": weight_spread(element_weights, weights)}

@@ -36,6 +36,7 @@ client, cancels in c − c_i and is left to the optimiser).
 A client that took no step (no data) keeps its variate (Δc_i = 0). Bytes: c goes down with x, and
 Δc_i comes up with y_i, so SCAFFOLD's bytes curve is twice FedAvg's, as the paper states.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -83,8 +84,10 @@ def penalty(params, shared, ctx, hp):
 
 def penalty_affine(shared, ctx, hp):
     """The correction as scale·θ − offset: scale 0, offset c_i − c (stacked over a cohort or not)."""
-    return ({n: 0.0 for n in shared["control"]},
-            {n: ctx["control"][n] - shared["control"][n] for n in shared["control"]})
+    return (
+        {n: 0.0 for n in shared["control"]},
+        {n: ctx["control"][n] - shared["control"][n] for n in shared["control"]},
+    )
 
 
 class GradientMean:
@@ -97,8 +100,9 @@ class GradientMean:
         self.total: dict = {}
         self.count: list[int] | None = None  # steps per client
 
-    def update(self, grads: dict, steps: dict, active: torch.Tensor | None,
-               active_host: Sequence[bool] | None = None) -> None:
+    def update(
+        self, grads: dict, steps: dict, active: torch.Tensor | None, active_host: Sequence[bool] | None = None
+    ) -> None:
         stepped = active_on_host(active, active_host)
         self.count = [n + on for n, on in zip(self.count or [0] * len(stepped), stepped)]
         for name, g in grads.items():
@@ -112,8 +116,9 @@ class GradientMean:
             self.total[name].addcmul_(g, mask)
 
     @classmethod
-    def from_sgd_displacement(cls, start: dict, end: dict, steps: torch.Tensor, lr: float, offset: dict,
-                              counts: Sequence[int]):
+    def from_sgd_displacement(
+        cls, start: dict, end: dict, steps: torch.Tensor, lr: float, offset: dict, counts: Sequence[int]
+    ):
         """The same sums without watching the steps, for a stacked cohort trained by plain SGD with the
         correction c − c_i (= −offset) added to every step's gradient: y_K = x − lr·Σ_k g_k + K·lr·offset,
         so Σ_k g_k = (x − y_K)/lr + K·offset, which is option II's (x − y_i)/(K·η) − c + c_i times K.
@@ -159,10 +164,13 @@ def upload_from(start: dict, params: dict, gradient_sum: dict, steps: int, ctx: 
     if steps == 0:
         new_control = ctx["control"]
     else:
-        new_control = {n: gradient_sum[n] / steps if n in gradient_sum else torch.zeros_like(params[n])
-                       for n in params}
-    return {"params": params, "delta": {n: params[n] - start[n] for n in params}, "control": new_control,
-            "control_delta": {n: new_control[n] - ctx["control"][n] for n in params}}
+        new_control = {n: gradient_sum[n] / steps if n in gradient_sum else torch.zeros_like(params[n]) for n in params}
+    return {
+        "params": params,
+        "delta": {n: params[n] - start[n] for n in params},
+        "control": new_control,
+        "control_delta": {n: new_control[n] - ctx["control"][n] for n in params},
+    }
 
 
 def remember(upload, hp):

@@ -4,6 +4,7 @@ FedAvg's round against a hand computation, FedProx/FedCurv reducing to FedAvg at
 FedCurv's u/v bookkeeping against the explicit pairwise penalty of the paper's eq. 3, the closed-form
 penalty gradients against autograd, and the hyper-parameter checks' messages.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,13 +12,11 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import check_algorithm, resolve_hyperparams
-from support.algorithms import fedavg, fedcurv, fedprox
 from pipeline.clientdata import ClientData
 from pipeline.cohort import add_penalty_gradient
 from pipeline.rounds import aggregate_round, run_round, server_state
-
+from support.algorithms import fedavg, fedcurv, fedprox
 from support.synthetic import CLASSES, SHAPE, make_data, run_settings
-
 
 # ---------------------------------------------------------------- helpers
 
@@ -104,10 +103,14 @@ def test_one_fedavg_round_equals_sample_weighted_average_of_hand_computed_full_b
     assert (expected["1.weight"] - start["1.weight"].double()).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("algorithm, hp, other_hp", [
-    (fedprox, {"mu": 0.0}, {"mu": 1.0}),
-    (fedcurv, {**fedcurv.HYPERPARAMS, "lambda": 0.0}, {**fedcurv.HYPERPARAMS, "lambda": 50.0}),
-], ids=["fedprox_mu0", "fedcurv_lambda0"])
+@pytest.mark.parametrize(
+    "algorithm, hp, other_hp",
+    [
+        (fedprox, {"mu": 0.0}, {"mu": 1.0}),
+        (fedcurv, {**fedcurv.HYPERPARAMS, "lambda": 0.0}, {**fedcurv.HYPERPARAMS, "lambda": 50.0}),
+    ],
+    ids=["fedprox_mu0", "fedcurv_lambda0"],
+)
 def test_zero_coefficient_gives_exactly_fedavg_after_two_rounds(algorithm, hp, other_hp):
     data = make_data([5, 9, 3, 6], seed=2)
     run_settings = settings(momentum=0.9, weight_decay=1e-3, client_fraction=0.5, local_epochs=2, batch_size=4)
@@ -275,8 +278,9 @@ def test_fedcurv_carried_sums_keep_small_entries_when_a_dominant_one_is_replaced
     def upload(client, fisher):
         return {"client": client, **fedcurv.upload_from({"w": torch.ones(1)}, {"w": torch.tensor([fisher])}, hp)}
 
-    state, _ = aggregate_round(fedcurv, hp, state, [upload(0, 1.0)] + [upload(k, 1e-9) for k in range(1, 100)],
-                            [0.01] * 100, [{}] * 100)
+    state, _ = aggregate_round(
+        fedcurv, hp, state, [upload(0, 1.0)] + [upload(k, 1e-9) for k in range(1, 100)], [0.01] * 100, [{}] * 100
+    )
     for round_ in range(3):  # client 0 alone, three times: the totals carried, round after round
         state, _ = aggregate_round(fedcurv, hp, state, [upload(0, 2e-9 * (round_ + 1))], [1.0], [{}])
         expected = 99 * 1e-9 + 2e-9 * (round_ + 1)
@@ -319,8 +323,19 @@ PATH = "runs.r.algorithm"
 def test_valid_algorithm_settings_have_no_problems():
     assert check_algorithm(PATH, {"name": "fedavg"}) == []
     assert check_algorithm(PATH, {"name": "fedprox", "mu": 0.0}) == []
-    assert check_algorithm(PATH, {"name": "fedcurv", "lambda": 0.0, "fisher_labels": "sampled",
-                                  "sums_over": "participants", "fisher_samples": 10}) == []
+    assert (
+        check_algorithm(
+            PATH,
+            {
+                "name": "fedcurv",
+                "lambda": 0.0,
+                "fisher_labels": "sampled",
+                "sums_over": "participants",
+                "fisher_samples": 10,
+            },
+        )
+        == []
+    )
 
 
 def test_negative_lambda_is_reported_at_its_key_path():
@@ -351,14 +366,16 @@ def test_unknown_sums_over_and_bad_fisher_samples_are_each_reported():
 
 def test_unknown_key_gets_did_you_mean_with_full_key_path():
     assert check_algorithm(PATH, {"name": "fedcurv", "lamda": 1.0}) == [
-        f"{PATH}.lamda: unknown key; did you mean 'lambda'?"]
+        f"{PATH}.lamda: unknown key; did you mean 'lambda'?"
+    ]
     problems = check_algorithm(PATH, {"name": "fedavg", "mu": 0.1})
     assert len(problems) == 1 and problems[0].startswith(f"{PATH}.mu: unknown key")
 
 
 def test_unknown_algorithm_name_gets_did_you_mean():
     assert check_algorithm(PATH, {"name": "fedprx"}) == [
-        f"{PATH}.name: unknown algorithm 'fedprx'; did you mean 'fedprox'?"]
+        f"{PATH}.name: unknown algorithm 'fedprx'; did you mean 'fedprox'?"
+    ]
     problems = check_algorithm(PATH, "fedavg")
     assert len(problems) == 1 and problems[0].startswith(f"{PATH}: ")
 
@@ -366,12 +383,16 @@ def test_unknown_algorithm_name_gets_did_you_mean():
 # ---------------------------------------------------------------- the fused step's affine form
 
 
-@pytest.mark.parametrize("name, hp", [
-    ("fedprox", {"name": "fedprox", "mu": 0.3}),
-    ("fedcurv", {"name": "fedcurv", "lambda": 0.7}),
-    ("importance", {"name": "importance", "lambda": 5.0}),
-    ("importance", {"name": "importance", "lambda": 5.0, "penalty": "l2"}),
-], ids=["fedprox", "fedcurv", "importance_ewc", "importance_l2"])
+@pytest.mark.parametrize(
+    "name, hp",
+    [
+        ("fedprox", {"name": "fedprox", "mu": 0.3}),
+        ("fedcurv", {"name": "fedcurv", "lambda": 0.7}),
+        ("importance", {"name": "importance", "lambda": 5.0}),
+        ("importance", {"name": "importance", "lambda": 5.0, "penalty": "l2"}),
+    ],
+    ids=["fedprox", "fedcurv", "importance_ewc", "importance_l2"],
+)
 def test_penalty_affine_is_the_autograd_gradient_of_the_penalty(name, hp):
     """The engine never differentiates these penalties: penalty_affine's scale·θ − offset must be it."""
     from pipeline.algorithms import get_algorithm
@@ -384,9 +405,15 @@ def test_penalty_affine_is_the_autograd_gradient_of_the_penalty(name, hp):
         params, fisher = random_tree(SHAPES, g), random_tree(SHAPES, g, True)
         if name == "fedprox":  # its upload is its parameters
             return {"client": k, "params": params}
-        return {"client": k, **algorithm.module.upload_from(params, fisher, hp, shared=algorithm.shared_context(state, hp))}
+        return {
+            "client": k,
+            **algorithm.module.upload_from(params, fisher, hp, shared=algorithm.shared_context(state, hp)),
+        }
+
     uploads = [upload(k) for k in range(3)]
-    state, _ = aggregate_round(algorithm, hp, state, uploads, [1 / 3] * 3, [{}] * len(uploads))  # so every penalty term exists
+    state, _ = aggregate_round(
+        algorithm, hp, state, uploads, [1 / 3] * 3, [{}] * len(uploads)
+    )  # so every penalty term exists
     shared, ctx = algorithm.shared_context(state, hp), algorithm.client_context(state, 1, hp)
     theta = {n: v.requires_grad_(True) for n, v in random_tree(SHAPES, g).items()}
     expected = torch.autograd.grad(algorithm.penalty(theta, shared, ctx, hp), list(theta.values()))

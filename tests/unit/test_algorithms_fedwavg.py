@@ -1,5 +1,6 @@
 """The FedWAvg paper's algorithms (SCAFFOLD, FedNova, FedWAvg), its models and `freeze`, each against an
 independent computation: torch.optim.SGD loops per client, hand-worked numbers, per-sample counts."""
+
 from __future__ import annotations
 
 import ast
@@ -9,15 +10,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from support import synthetic
-from support.oracles import has_batch_norm
 from pipeline import models
-from pipeline.settings import MODEL_NORMS
 from pipeline.algorithms import check_algorithm, get_algorithm, names, resolve_hyperparams
-from support.algorithms import fedavg, fednova, fedwavg, scaffold
 from pipeline.clientdata import ClientData, client_schedule, generator_for
 from pipeline.optimizers import SGD, Adam
 from pipeline.rounds import initial_state, run_round
+from pipeline.settings import MODEL_NORMS
+from support import synthetic
+from support.algorithms import fedavg, fednova, fedwavg, scaffold
+from support.oracles import has_batch_norm
 
 IMAGE = (8, 8, 1)
 CLASSES = 4
@@ -52,6 +53,7 @@ def assert_trees_close(a: dict, b: dict, **tolerance):
 
 # ---------------------------------------------------------------- the package's shape
 
+
 def test_each_algorithm_module_is_named_by_its_file_and_imports_only_common_from_its_package():
     """dvc.yaml makes a run's train stage depend on its algorithm's fingerprint alone (pipeline/fingerprint.py
     counts what the algorithms import from this package, common.py, in the engine's)."""
@@ -72,6 +74,7 @@ def test_each_algorithm_module_is_named_by_its_file_and_imports_only_common_from
 
 # ---------------------------------------------------------------- SCAFFOLD
 
+
 def sgd_client(model, data, client, start, steps_batches, lr, correction=None):
     """torch.optim.SGD on one client's batches from `start`; `correction` (name -> c − c_i) added to
     every gradient (SCAFFOLD's line 10)."""
@@ -89,17 +92,27 @@ def sgd_client(model, data, client, start, steps_batches, lr, correction=None):
 
 def client_batches(data, client, run_settings, round_):
     samples = data.clients[client]
-    return [samples[positions[positions >= 0]] for positions in
-            client_schedule(len(samples), run_settings.local.epochs, run_settings.local.batch_size,
-                            generator_for(run_settings.seed, round_, client))]
+    return [
+        samples[positions[positions >= 0]]
+        for positions in client_schedule(
+            len(samples),
+            run_settings.local.epochs,
+            run_settings.local.batch_size,
+            generator_for(run_settings.seed, round_, client),
+        )
+    ]
 
 
 def test_scaffold_with_one_client_and_zero_variates_is_fedavg():
     data = make_data((10,))
     run_settings = settings(local_epochs=2)
     # equal up to rounding: x + 1·(y − x) is not y bit for bit
-    assert_trees_close(run_rounds(scaffold, {}, data, run_settings)["params"],
-                       run_rounds(fedavg, {}, data, run_settings)["params"], atol=1e-7, rtol=1e-6)
+    assert_trees_close(
+        run_rounds(scaffold, {}, data, run_settings)["params"],
+        run_rounds(fedavg, {}, data, run_settings)["params"],
+        atol=1e-7,
+        rtol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("vectorized", [True, False], ids=["vectorized", "sequential"])
@@ -122,8 +135,18 @@ def test_scaffold_variates_and_second_round_match_a_per_client_sgd_loop(vectoriz
     c1 = {n: sum(ck[n] for ck in controls) / 3 for n in x0}
     # round 2: corrected gradients
     steps2 = [len(client_batches(data, k, run_settings, 2)) for k in range(3)]
-    ends2 = [sgd_client(model, data, k, x1, client_batches(data, k, run_settings, 2), lr,
-                        correction={n: c1[n] - controls[k][n] for n in x0}) for k in range(3)]
+    ends2 = [
+        sgd_client(
+            model,
+            data,
+            k,
+            x1,
+            client_batches(data, k, run_settings, 2),
+            lr,
+            correction={n: c1[n] - controls[k][n] for n in x0},
+        )
+        for k in range(3)
+    ]
     controls2 = [{n: controls[k][n] - c1[n] + (x1[n] - ends2[k][n]) / (steps2[k] * lr) for n in x0} for k in range(3)]
     x2 = {n: sum(w * e[n] for w, e in zip(weights, ends2)) for n in x0}
     c2 = {n: sum(ck[n] for ck in controls2) / 3 for n in x0}
@@ -160,7 +183,9 @@ def test_scaffold_variates_under_adam_are_the_mean_gradients_of_a_torch_optim_ad
                 sums[n] += p.grad
                 p.grad += correction[n]
             optimizer.step()
-        return {n: p.detach().clone() for n, p in model.named_parameters()}, {n: s / len(batches) for n, s in sums.items()}
+        return {n: p.detach().clone() for n, p in model.named_parameters()}, {
+            n: s / len(batches) for n, s in sums.items()
+        }
 
     zero = {n: torch.zeros_like(v) for n, v in x0.items()}
     ends, controls = zip(*[adam_client(x0, k, 1, zero) for k in range(2)])
@@ -198,25 +223,35 @@ def test_scaffold_partial_participation_keeps_c_the_mean_of_all_variates_and_sen
 
 def test_scaffold_variates_cover_parameters_only_with_batchnorm():
     data = make_data((6, 7))
-    state = run_rounds(scaffold, {}, data, settings(local_epochs=1), rounds=2, model_name="cnn_small",
-                       vectorized=False, norm="batch")
+    state = run_rounds(
+        scaffold, {}, data, settings(local_epochs=1), rounds=2, model_name="cnn_small", vectorized=False, norm="batch"
+    )
     assert set(state["control"]) == set(state["params"])
     assert state["buffers"] and not set(state["buffers"]) & set(state["control"])
 
 
 def test_scaffold_checks_its_global_lr():
     assert check_algorithm("runs.x.algorithm", {"name": "scaffold", "global_lr": 0}) == [
-        "runs.x.algorithm.global_lr: 0 is not allowed; expected a number > 0"]
+        "runs.x.algorithm.global_lr: 0 is not allowed; expected a finite number > 0"
+    ]
 
 
 # ---------------------------------------------------------------- FedNova
 
+
 def test_fednova_with_equal_step_counts_is_fedavg():
     data = make_data((8, 8, 8))
-    for run_settings in (settings(local_epochs=2), settings(local_epochs=2, momentum=0.9),
-                         settings(local_epochs=2, optimizer="adam", lr=0.01)):
-        assert_trees_close(run_rounds(fednova, {}, data, run_settings, rounds=2)["params"],
-                           run_rounds(fedavg, {}, data, run_settings, rounds=2)["params"], atol=1e-6, rtol=1e-5)
+    for run_settings in (
+        settings(local_epochs=2),
+        settings(local_epochs=2, momentum=0.9),
+        settings(local_epochs=2, optimizer="adam", lr=0.01),
+    ):
+        assert_trees_close(
+            run_rounds(fednova, {}, data, run_settings, rounds=2)["params"],
+            run_rounds(fedavg, {}, data, run_settings, rounds=2)["params"],
+            atol=1e-6,
+            rtol=1e-5,
+        )
 
 
 def test_fednova_work_with_momentum_is_the_sum_of_the_running_counter():
@@ -236,8 +271,10 @@ def test_fednova_aggregates_a_hand_worked_case():
     d = (0.2, −0.6), τ_eff = 0.25·3 + 0.75·1 = 1.5, x ← 1 − 1.5·(0.25·0.2 + 0.75·(−0.6)) = 1.6;
     FedAvg would give 0.25·0.4 + 0.75·1.6 = 1.3."""
     start = {"w": torch.tensor([1.0])}
-    uploads = [{"client": 0, **fednova.upload_from(start, {"w": torch.tensor([0.4])}, 3.0)},
-               {"client": 1, **fednova.upload_from(start, {"w": torch.tensor([1.6])}, 1.0)}]
+    uploads = [
+        {"client": 0, **fednova.upload_from(start, {"w": torch.tensor([0.4])}, 3.0)},
+        {"client": 1, **fednova.upload_from(start, {"w": torch.tensor([1.6])}, 1.0)},
+    ]
     state = fednova.aggregate({"params": start}, uploads, [0.25, 0.75], {})
     assert float(state["params"]["w"]) == pytest.approx(1.6, abs=1e-6)
 
@@ -273,6 +310,7 @@ def test_fednova_normalises_parameters_only_and_averages_batchnorm_buffers_as_fe
 
 # ---------------------------------------------------------------- FedWAvg
 
+
 def test_fedwavg_weights_are_the_hand_computed_ones():
     # α = 0.3, counts 10/30/0/60 (Σ 100, N = 4): W = 0.7 + 1.2·F/100 = 0.82, 1.06, 0.70, 1.42; equal sizes: W/4
     assert fedwavg.averaging_weights([10, 30, 0, 60], [0.25] * 4, 0.3) == pytest.approx([0.205, 0.265, 0.175, 0.355])
@@ -292,8 +330,12 @@ def test_fedwavg_counts_not_yet_taken_stand_in_with_the_counted_mean_else_ones()
 def test_fedwavg_with_alpha_zero_is_fedavg():
     data = make_data()
     run_settings = settings()
-    assert_trees_close(run_rounds(fedwavg, {"alpha": 0.0}, data, run_settings, rounds=3)["params"],
-                       run_rounds(fedavg, {}, data, run_settings, rounds=3)["params"], atol=1e-6, rtol=1e-6)
+    assert_trees_close(
+        run_rounds(fedwavg, {"alpha": 0.0}, data, run_settings, rounds=3)["params"],
+        run_rounds(fedavg, {}, data, run_settings, rounds=3)["params"],
+        atol=1e-6,
+        rtol=1e-6,
+    )
 
 
 def correct_by_loop(model, params, data, samples):
@@ -327,10 +369,12 @@ def test_fedwavg_counts_and_next_aggregation_match_per_sample_loops(model_name, 
     assert sum(counts) > 0
     second = run_round(model, fedwavg, hp, first.state, data, run_settings, 2, vectorized=False, probe=True)
     sizes = [len(data.clients[k]) for k in second.cohort]
-    weights = fedwavg.averaging_weights([first.state["forgettable"][k] for k in second.cohort],
-                                        [n / sum(sizes) for n in sizes], 0.3)
-    expected = {n: sum(w * local.params[n] for w, local in zip(weights, second.view.locals))
-                for n in first.state["params"]}
+    weights = fedwavg.averaging_weights(
+        [first.state["forgettable"][k] for k in second.cohort], [n / sum(sizes) for n in sizes], 0.3
+    )
+    expected = {
+        n: sum(w * local.params[n] for w, local in zip(weights, second.view.locals)) for n in first.state["params"]
+    }
     assert_trees_close(second.state["params"], expected, atol=1e-6, rtol=1e-6)
 
 
@@ -350,16 +394,20 @@ def test_fedwavg_refreshes_counts_for_the_rounds_that_are_multiples_of_period():
 
 def test_fedwavg_checks_alpha_and_period():
     problems = check_algorithm("runs.x.algorithm", {"name": "fedwavg", "alpha": 1.0, "period": 0})
-    assert problems == ["runs.x.algorithm.alpha: 1.0 is not allowed; expected a number in [0, 1) (eq. 2)",
-                        "runs.x.algorithm.period: 0 is not allowed; expected an integer >= 1"]
+    assert problems == [
+        "runs.x.algorithm.alpha: 1.0 is not allowed; expected a number in [0, 1) (eq. 2)",
+        "runs.x.algorithm.period: 0 is not allowed; expected an integer >= 1",
+    ]
 
 
 # ---------------------------------------------------------------- both paths, every new algorithm
 
+
 @pytest.mark.parametrize("name, hp", [("scaffold", {"global_lr": 0.8}), ("fednova", {}), ("fedwavg", {"alpha": 0.3})])
 @pytest.mark.parametrize("model_name", ["mlp_200", "cnn_small"])
-@pytest.mark.parametrize("optimizer", [{"momentum": 0.5}, {}, {"weight_decay": 0.01}],
-                         ids=["momentum", "plain", "weight_decay"])
+@pytest.mark.parametrize(
+    "optimizer", [{"momentum": 0.5}, {}, {"weight_decay": 0.01}], ids=["momentum", "plain", "weight_decay"]
+)
 def test_vectorized_and_sequential_paths_agree(name, hp, model_name, optimizer):
     """Plain SGD puts SCAFFOLD's MLP cohort on the fused step (its variates read off the displacement);
     momentum and weight decay keep its gradient tracker: each against the sequential path's tracker."""
@@ -373,8 +421,11 @@ def test_vectorized_and_sequential_paths_agree(name, hp, model_name, optimizer):
 
 # ---------------------------------------------------------------- freeze
 
-@pytest.mark.parametrize("model_name, vectorized", [("mlp_200", True), ("mlp_200", False), ("cnn_small", True),
-                                                    ("resnet_shallow_small", False)])
+
+@pytest.mark.parametrize(
+    "model_name, vectorized",
+    [("mlp_200", True), ("mlp_200", False), ("cnn_small", True), ("resnet_shallow_small", False)],
+)
 def test_a_frozen_classifier_is_neither_trained_nor_averaged(model_name, vectorized):
     shape = (16, 16, 1) if model_name == "resnet_shallow_small" else IMAGE
     data = make_data((8, 12, 4), shape=shape)  # whole batches: BatchNorm's 1x1 maps need two samples
@@ -406,9 +457,15 @@ def test_a_frozen_runs_state_keeps_the_models_parameter_order_whatever_the_sets_
     """The saved model's bytes follow its keys' order: a frozen run's must be the model's, not the order
     a set of frozen names happens to iterate in (found when a fresh-clone run wrote another md5)."""
     from pipeline import rounds
+
     frozen_names = rounds.frozen_names
-    monkeypatch.setattr(rounds, "frozen_names", lambda model, run: ReversedSet(
-        [name for name, _ in model.named_parameters() if name in frozen_names(model, run)]))
+    monkeypatch.setattr(
+        rounds,
+        "frozen_names",
+        lambda model, run: ReversedSet(
+            [name for name, _ in model.named_parameters() if name in frozen_names(model, run)]
+        ),
+    )
     state = run_rounds(fedavg, {}, make_data((6, 9, 5)), settings(freeze="classifier"), vectorized=vectorized)
     assert list(state["params"]) == [name for name, _ in build().named_parameters()]
 
@@ -435,6 +492,7 @@ def test_frozen_runs_agree_between_paths_and_train_like_a_model_without_a_classi
 
 
 # ---------------------------------------------------------------- the paper's models
+
 
 def test_shallow_resnet_has_the_papers_structure_and_the_hand_counted_parameters():
     model = models.build_model("resnet_shallow", (32, 32, 3), 10, 0)
@@ -468,12 +526,24 @@ def test_densenet121_takes_small_images_and_has_torchvisions_body(shape):
 
 
 def test_curves_on_seen_classes_use_exactly_the_test_samples_of_the_clients_classes():
-    from pipeline.train import curve_set
+    from pipeline.training import curve_set
 
-    train = ClientData(torch.zeros(6, 2, 2, 1, dtype=torch.uint8), torch.tensor([0, 0, 3, 3, 1, 2]),
-                       [torch.tensor([0, 1]), torch.tensor([2, 3])], torch.zeros(1), torch.ones(1), classes=4)
-    test = ClientData(torch.zeros(7, 2, 2, 1, dtype=torch.uint8), torch.tensor([3, 1, 0, 2, 0, 3, 1]), [],
-                      torch.zeros(1), torch.ones(1), classes=4)
+    train = ClientData(
+        torch.zeros(6, 2, 2, 1, dtype=torch.uint8),
+        torch.tensor([0, 0, 3, 3, 1, 2]),
+        [torch.tensor([0, 1]), torch.tensor([2, 3])],
+        torch.zeros(1),
+        torch.ones(1),
+        classes=4,
+    )
+    test = ClientData(
+        torch.zeros(7, 2, 2, 1, dtype=torch.uint8),
+        torch.tensor([3, 1, 0, 2, 0, 3, 1]),
+        [],
+        torch.zeros(1),
+        torch.ones(1),
+        classes=4,
+    )
     # clients hold classes 0 and 3 only (samples 4 and 5, classes 1 and 2, belong to no client)
     assert curve_set("test_seen_classes", train, test)[1].tolist() == [0, 2, 4, 5]
     assert curve_set("test", train, test)[1].tolist() == list(range(7))
@@ -538,6 +608,7 @@ def test_the_path_is_chosen_by_the_measured_winner_on_each_device():
     """On this CPU vmap over convolutions lost to one client at a time (cohort.prefer_vectorized); on an
     H200 vmap won for every model but those with BatchNorm; MLPs take it everywhere."""
     from pipeline.cohort import prefer_vectorized
+
     chosen_on_gpu = {}
     for name in models.MODELS:
         for norm in MODEL_NORMS.get(name, (None,)):

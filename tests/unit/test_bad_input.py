@@ -4,10 +4,11 @@ no traceback, and no output written.
 Every case runs the real entry point in a subprocess, in a temporary folder holding a params.yaml, the
 grid.yaml that `python -m pipeline.profile` writes from it, and a tiny prepared (or mirrored) MNIST.
 """
+
 from __future__ import annotations
 
-import os
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +41,12 @@ def tiny_mnist(train=TRAIN, test=TEST, seed=0) -> dict:
 
 def base_params(partition: dict | None = None) -> dict:
     partition = partition or {"dataset": "mnist", "scheme": "iid", "clients": 3, "seed": 0}
-    return {"profile": "default", "datasets": {"mnist": {"train_size": TRAIN, "test_size": TEST}},
-            "partitions": {"p": partition}, "runs": {}}
+    return {
+        "profile": "default",
+        "datasets": {"mnist": {"train_size": TRAIN, "test_size": TEST}},
+        "partitions": {"p": partition},
+        "runs": {"r": GOOD_RUN},
+    }  # an empty `runs` is refused
 
 
 def write_params(folder: Path, params: dict) -> None:
@@ -49,8 +54,7 @@ def write_params(folder: Path, params: dict) -> None:
 
 
 def child_env(mirror: Path | None = None) -> dict:
-    env = {key: value for key, value in os.environ.items()
-           if key not in (download.MIRROR_ENV, "no_proxy", "NO_PROXY")}
+    env = {key: value for key, value in os.environ.items() if key not in (download.MIRROR_ENV, "no_proxy", "NO_PROXY")}
     env["PYTHONPATH"] = str(REPO)
     env["MPLBACKEND"] = "Agg"
     for key in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
@@ -61,8 +65,14 @@ def child_env(mirror: Path | None = None) -> dict:
 
 
 def run(folder: Path, *args: str, mirror: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=folder, env=child_env(mirror), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=folder,
+        env=child_env(mirror),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,11 +113,13 @@ def assert_not_written(path: Path) -> None:
 def project(tmp_path: Path, monkeypatch, base_grid):
     """make(partition): a folder with the grid.yaml of valid params and a prepared tiny MNIST, then
     params.yaml with `partition` as `p` (a partition's settings, not its dataset, leave the grid as is)."""
+
     def make(partition: dict) -> Path:
         (tmp_path / "grid.yaml").write_text(base_grid)
         prepare(tmp_path, monkeypatch)
         write_params(tmp_path, base_params(partition))
         return tmp_path
+
     return make
 
 
@@ -117,26 +129,42 @@ DIRICHLET = {"dataset": "mnist", "scheme": "dirichlet", "clients": 3, "alpha": 0
 CLUSTERS = {"dataset": "mnist", "scheme": "clusters", "cluster_sizes": [1, 1], "samples_per_client": 5, "seed": 0}
 
 PARTITION_CASES = {
-    "unknown_scheme": ({"dataset": "mnist", "scheme": "stripes", "clients": 3, "seed": 0},
-                       ["partitions.p.scheme", "'stripes'"]),
+    "unknown_scheme": (
+        {"dataset": "mnist", "scheme": "stripes", "clients": 3, "seed": 0},
+        ["partitions.p.scheme", "'stripes'"],
+    ),
     "alpha_zero": ({**DIRICHLET, "alpha": 0}, ["partitions.p.alpha", "> 0"]),
     "alpha_negative": ({**DIRICHLET, "alpha": -0.5}, ["partitions.p.alpha", "> 0"]),
-    "more_clients_than_samples": ({"dataset": "mnist", "scheme": "iid", "clients": TRAIN + 1, "seed": 0},
-                                  ["partitions.p.clients", f"{TRAIN + 1} clients", f"{TRAIN} samples"]),
+    "more_clients_than_samples": (
+        {"dataset": "mnist", "scheme": "iid", "clients": TRAIN + 1, "seed": 0},
+        ["partitions.p.clients", f"{TRAIN + 1} clients", f"{TRAIN} samples"],
+    ),
     # 6 samples a class: 10 one-label blocks of 4, not the 14 asked for. The subset's size alone would
     # allow 15 (its class mix is not known before download), so the stage itself refuses this one.
-    "shards_unsatisfiable": ({"dataset": "mnist", "scheme": "shards", "clients": 7, "shards_per_client": 2,
-                              "shard_size": 4, "seed": 0}, ["partitions.p.shard_size", "only 10"]),
-    "overlapping_cluster_classes": ({**CLUSTERS, "cluster_classes": [[0, 1], [1, 2]]},
-                                    ["partitions.p.cluster_classes", "overlap"]),
-    "too_many_classes_per_cluster": ({**CLUSTERS, "cluster_sizes": [1, 1, 1, 1], "classes_per_cluster": 3},
-                                     ["partitions.p.classes_per_cluster", "10 classes"]),
-    "typo_key": ({key if key != "alpha" else "alpah": value for key, value in DIRICHLET.items()},
-                 ["partitions.p.alpah", "did you mean 'alpha'?"]),
-    "unknown_dataset_of_partition": ({"dataset": "mnsit", "scheme": "iid", "clients": 3, "seed": 0},
-                                     ["partitions.p.dataset", "'mnsit'"]),
-    "val_fraction_too_large": ({"dataset": "mnist", "scheme": "iid", "clients": 3, "seed": 0,
-                                "val_fraction": 0.95}, ["partitions.p.val_fraction", "0.95"]),
+    "shards_unsatisfiable": (
+        {"dataset": "mnist", "scheme": "shards", "clients": 7, "shards_per_client": 2, "shard_size": 4, "seed": 0},
+        ["partitions.p.shard_size", "only 10"],
+    ),
+    "overlapping_cluster_classes": (
+        {**CLUSTERS, "cluster_classes": [[0, 1], [1, 2]]},
+        ["partitions.p.cluster_classes", "overlap"],
+    ),
+    "too_many_classes_per_cluster": (
+        {**CLUSTERS, "cluster_sizes": [1, 1, 1, 1], "classes_per_cluster": 3},
+        ["partitions.p.classes_per_cluster", "10 classes"],
+    ),
+    "typo_key": (
+        {key if key != "alpha" else "alpah": value for key, value in DIRICHLET.items()},
+        ["partitions.p.alpah", "did you mean 'alpha'?"],
+    ),
+    "unknown_dataset_of_partition": (
+        {"dataset": "mnsit", "scheme": "iid", "clients": 3, "seed": 0},
+        ["partitions.p.dataset", "'mnsit'"],
+    ),
+    "val_fraction_too_large": (
+        {"dataset": "mnist", "scheme": "iid", "clients": 3, "seed": 0, "val_fraction": 0.95},
+        ["partitions.p.val_fraction", "0.95"],
+    ),
 }
 
 
@@ -156,7 +184,10 @@ def test_the_same_project_with_good_params_partitions_fine(project):
     assert result.stderr == ""
     assert {p.name for p in (folder / "data" / "partitions" / "p").iterdir()} == {"clients.npz"}
     assert {p.name for p in (folder / "reports" / "partitions" / "p").iterdir()} == {
-        "label_counts.json", "meta.json", "label_mix.png"}
+        "label_counts.json",
+        "meta.json",
+        "label_mix.png",
+    }
     for records in ("data", "reports"):
         assert not [p.name for p in (folder / records / "partitions").iterdir() if p.name.startswith(".")]
 
@@ -209,6 +240,7 @@ def test_partition_refuses_a_dataset_not_prepared_yet(project):
 @pytest.fixture
 def download_project(tmp_path: Path, base_grid):
     """make(params=None) -> (project folder, empty mirror folder), params.yaml = params or base_params()."""
+
     def make(params: dict | None = None) -> tuple[Path, Path]:
         folder, mirror = tmp_path / "project", tmp_path / "mirror"
         folder.mkdir()
@@ -216,6 +248,7 @@ def download_project(tmp_path: Path, base_grid):
         (folder / "grid.yaml").write_text(base_grid)
         write_params(folder, params or base_params())
         return folder, mirror
+
     return make
 
 
@@ -285,7 +318,7 @@ def test_download_refuses_a_truncated_mirror_file(download_project):
     folder, mirror = download_project()
     path = save_mirror(mirror, tiny_mnist())
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
     result = run(folder, "pipeline.download", "mnist", mirror=mirror)
     assert_one_error_line(result, str(path), "not a readable .npz")
     assert_not_written(folder / "data" / "prepared" / "mnist.npz")
@@ -315,11 +348,15 @@ def test_unknown_dataset_in_params_is_refused_with_a_suggestion(entry, download_
     assert_not_written(folder / "data" / "prepared" / "mnsit.npz")
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    ({"train_size": "sixty"}, "datasets.mnist.train_size"),
-    ({"train_sise": 60}, "datasets.mnist.train_sise"),
-    ([60, 20], "datasets.mnist"),
-], ids=["not_an_integer", "typo", "not_a_mapping"])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        ({"train_size": "sixty"}, "datasets.mnist.train_size"),
+        ({"train_sise": 60}, "datasets.mnist.train_sise"),
+        ([60, 20], "datasets.mnist"),
+    ],
+    ids=["not_an_integer", "typo", "not_a_mapping"],
+)
 def test_download_refuses_bad_dataset_overrides(overrides, needle, download_project):
     params = base_params()
     params["datasets"]["mnist"] = overrides
@@ -331,8 +368,17 @@ def test_download_refuses_bad_dataset_overrides(overrides, needle, download_proj
 
 # ---------------------------------------------------------------- the train stage and runs
 
-GOOD_RUN = {"paper": "fedcurv", "partition": "p", "model": "mlp_200", "rounds": 2, "client_fraction": 1.0,
-            "local_epochs": 1, "batch_size": 8, "lr": 0.05, "algorithm": {"name": "fedcurv", "lambda": 1.0}}
+GOOD_RUN = {
+    "paper": "fedcurv",
+    "partition": "p",
+    "model": "mlp_200",
+    "rounds": 2,
+    "client_fraction": 1.0,
+    "local_epochs": 1,
+    "batch_size": 8,
+    "lr": 0.05,
+    "algorithm": {"name": "fedcurv", "lambda": 1.0},
+}
 
 RUN_CASES = {
     "client_fraction_zero": ({"client_fraction": 0}, ["runs.r.client_fraction", "(0, 1.0]"]),
@@ -346,10 +392,14 @@ RUN_CASES = {
     "unknown_model": ({"model": "resnet1000"}, ["runs.r.model", "'resnet1000'", "mlp_200"]),
     "unknown_algorithm": ({"algorithm": {"name": "fedavgg"}}, ["runs.r.algorithm.name", "did you mean 'fedavg'?"]),
     "negative_lambda": ({"algorithm": {"name": "fedcurv", "lambda": -1}}, ["runs.r.algorithm.lambda", ">= 0"]),
-    "algorithm_key_typo": ({"algorithm": {"name": "fedcurv", "lamda": 1}},
-                           ["runs.r.algorithm.lamda", "did you mean 'lambda'?"]),
-    "fisher_labels_unknown": ({"algorithm": {"name": "fedcurv", "fisher_labels": "soft"}},
-                              ["runs.r.algorithm.fisher_labels", "'soft'"]),
+    "algorithm_key_typo": (
+        {"algorithm": {"name": "fedcurv", "lamda": 1}},
+        ["runs.r.algorithm.lamda", "did you mean 'lambda'?"],
+    ),
+    "fisher_labels_unknown": (
+        {"algorithm": {"name": "fedcurv", "fisher_labels": "soft"}},
+        ["runs.r.algorithm.fisher_labels", "'soft'"],
+    ),
     "run_key_typo": ({"local_epoch": 1}, ["runs.r.local_epoch", "did you mean 'local_epochs'?"]),
     "scaled_bad_value": ({"scaled": {"lr": 0}}, ["runs.r.scaled.lr", "> 0"]),
     "targets_not_accuracies": ({"targets": [90]}, ["runs.r.targets", "(0, 1]"]),
@@ -407,6 +457,7 @@ def test_train_without_a_resolved_run_says_which_stage_to_run(project):
     params["runs"] = {"r": GOOD_RUN}  # a run of the grid (a name that is none: tests/test_train_cli.py)
     write_params(folder, params)
     assert run(folder, "pipeline.profile").returncode == 0
+    (folder / "dvc.yaml").write_text("stages: {}\n")  # the train command runs from a repository's root
     result = run(folder, "pipeline.train", "r", "--seed", "0")
     assert_one_error_line(result, "resolved/r.json", "dvc repro resolve")
     assert_not_written(folder / "reports" / "runs" / "r")

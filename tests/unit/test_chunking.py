@@ -1,6 +1,7 @@
 """How a round's cohort is cut into stacked chunks: the CPU's mmap rule and the device-memory rule for a
 GPU (pipeline.cohort.chunk_for_round), checked by hand-worked counts and against the peak memory that an
 H200 measured (benchmarks/results/gpu/device_speed.json)."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from pipeline.cohort import (activation_bytes_per_sample, chunk_for_round, client_working_bytes, cohort_chunk_size,
-                             device_chunk_size)
+from pipeline.cohort import (
+    activation_bytes_per_sample,
+    chunk_for_round,
+    client_working_bytes,
+    cohort_chunk_size,
+    device_chunk_size,
+)
 from pipeline.models import build_model
 
 MIB, GIB = 2**20, 2**30
@@ -21,8 +27,9 @@ DEVICE_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" 
 def test_the_leaf_outputs_of_one_sample_counted_by_hand():
     # 1x4x4 image: the convolution gives 2x4x4 = 32 floats, ReLU 32, Flatten 32, the linear layer 3:
     # 99 float32 values, 396 bytes. The containers (Sequential) are not leaves and add nothing.
-    model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.Linear(32, 3))
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 2, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(32, 3)
+    )
     assert activation_bytes_per_sample(model, (4, 4, 1)) == 99 * 4
     assert next(model.parameters()).device.type == "cpu"  # counted on a copy: the model stays where it was
 
@@ -42,7 +49,9 @@ def resnet18():
 
 def test_a_cpu_state_keeps_the_mmap_rule_whatever_the_rule_asked():
     model, params = resnet18()
-    assert chunk_for_round(model, params, (32, 32, 3), 32, torch.device("cpu"), "device") == cohort_chunk_size(params) == 2
+    assert (
+        chunk_for_round(model, params, (32, 32, 3), 32, torch.device("cpu"), "device") == cohort_chunk_size(params) == 2
+    )
 
 
 def test_the_device_rule_stacks_tces_whole_cohort_on_an_80_gib_gpu(monkeypatch):
@@ -50,7 +59,9 @@ def test_the_device_rule_stacks_tces_whole_cohort_on_an_80_gib_gpu(monkeypatch):
     # 1.6 GiB a client, so half of 80 GiB holds some 25 clients: TCE's cohort of 10 in one chunk, where the
     # mmap rule stacks 2. Fixed by the device's total memory: the same chunk on every GPU of that kind.
     model, params = resnet18()
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(total_memory=80 * GIB))
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(total_memory=80 * GIB)
+    )
     cuda = torch.device("cuda", 0)
     assert 20 <= chunk_for_round(model, params, (32, 32, 3), 64, cuda, "device") <= 30
     assert chunk_for_round(model, params, (32, 32, 3), 64, cuda, "mmap") == 2
@@ -60,15 +71,19 @@ def test_the_device_rule_stacks_tces_whole_cohort_on_an_80_gib_gpu(monkeypatch):
 def test_batch_norm_models_at_the_smallest_images_are_counted_too():
     # One sample through BatchNorm in training mode is refused ("more than 1 value per channel"): the count
     # runs in eval mode, where the outputs have the same shapes.
-    for name, shape, norm in (("resnet18", (8, 8, 3), "batch"), ("densenet121", (8, 8, 1), None),
-                              ("cnn_small", (4, 4, 3), "batch")):
+    for name, shape, norm in (
+        ("resnet18", (8, 8, 3), "batch"),
+        ("densenet121", (8, 8, 1), None),
+        ("cnn_small", (4, 4, 3), "batch"),
+    ):
         assert activation_bytes_per_sample(build_model(name, shape, 10, 0, norm), shape) > 0
 
 
 def measured_workloads():
     summary = json.loads(DEVICE_RESULTS.read_text())
-    return [(key, w) for key, w in summary["workloads"].items()
-            if "peak_memory_bytes" in w["paths"].get("vectorized", {})]
+    return [
+        (key, w) for key, w in summary["workloads"].items() if "peak_memory_bytes" in w["paths"].get("vectorized", {})
+    ]
 
 
 @pytest.mark.parametrize("key,workload", measured_workloads(), ids=lambda v: v if isinstance(v, str) else "")

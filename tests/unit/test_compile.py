@@ -6,6 +6,7 @@ reuse the first round's graphs; off is the default and a bad value is one line.
 
 Compiling costs seconds per model and path here, so the cases are few (each compiles once; the float64 rounds
 run on 8x8 images)."""
+
 from __future__ import annotations
 
 import pytest
@@ -37,19 +38,28 @@ def fresh_compile_cache():
     torch._dynamo.reset()
 
 
-COMPILED_CASES = [("dropout_cnn", "fedavg", True), ("dropout_cnn", "scaffold", False),
-                  ("batch_norm", "fedavg", True), ("batch_norm", "fedavg", False), ("augmented_gn", "fedavg", True)]
+COMPILED_CASES = [
+    ("dropout_cnn", "fedavg", True),
+    ("dropout_cnn", "scaffold", False),
+    ("batch_norm", "fedavg", True),
+    ("batch_norm", "fedavg", False),
+    ("augmented_gn", "fedavg", True),
+]
 
 
-@pytest.mark.parametrize("setup, name, vectorized", COMPILED_CASES,
-                         ids=[f"{s}-{n}-{'vectorized' if v else 'sequential'}" for s, n, v in COMPILED_CASES])
+@pytest.mark.parametrize(
+    "setup, name, vectorized",
+    COMPILED_CASES,
+    ids=[f"{s}-{n}-{'vectorized' if v else 'sequential'}" for s, n, v in COMPILED_CASES],
+)
 def test_a_compiled_round_agrees_with_the_eager_round_in_float64(monkeypatch, float64, setup, name, vectorized):
     # crop-and-flip runs before the step, outside what is compiled, and in float32 only (as in test_gpu.py)
     monkeypatch.setitem(SETUPS, setup, (*SETUPS[setup][:2], {**SETUPS[setup][2], "augment": "none"}))
 
     def two_rounds(compile_mode: str):
-        return round_on(CPU, setup, name, {}, vectorized, rounds=2, dtype=torch.float64,
-                        levers=Levers(compile=compile_mode))
+        return round_on(
+            CPU, setup, name, {}, vectorized, rounds=2, dtype=torch.float64, levers=Levers(compile=compile_mode)
+        )
 
     eager_state, eager_losses = two_rounds("off")
     compiled_state, compiled_losses = two_rounds("on")
@@ -66,8 +76,9 @@ def test_a_compiled_round_agrees_with_the_eager_round_in_float64(monkeypatch, fl
             assert torch.equal(value, theirs[path]), path
 
 
-@pytest.mark.parametrize("setup, vectorized", [("dropout_cnn", True), ("batch_norm", False)],
-                         ids=["vectorized", "sequential"])
+@pytest.mark.parametrize(
+    "setup, vectorized", [("dropout_cnn", True), ("batch_norm", False)], ids=["vectorized", "sequential"]
+)
 def test_later_rounds_reuse_the_first_rounds_graphs(monkeypatch, setup, vectorized):
     # Each round builds its step from a new closure; the graphs compiled in round 1 serve rounds 2-4 (on the
     # sequential path, clients' short last batches of other sizes compile graphs of their own, once)
@@ -82,7 +93,9 @@ def test_later_rounds_reuse_the_first_rounds_graphs(monkeypatch, setup, vectoriz
 def test_the_speed_levers_are_recorded_with_the_seeds_timing():
     from pipeline.options import RuntimeOptions
 
-    recorded = RuntimeOptions.from_environment({"FEDFORGET_COMPILE": "cudagraphs", "FEDFORGET_FOREACH": "on"}).speed_record()
+    recorded = RuntimeOptions.from_environment(
+        {"FEDFORGET_COMPILE": "cudagraphs", "FEDFORGET_FOREACH": "on"}
+    ).speed_record()
     assert (recorded["compile"], recorded["foreach_optimizer"]) == ("cudagraphs", "on")
     recorded = RuntimeOptions.from_environment({}).speed_record()
     assert (recorded["compile"], recorded["foreach_optimizer"], recorded["threads"]) == ("off", "off", 1)

@@ -5,6 +5,7 @@ syntax error. Each refusal is one `error: ` line naming the key or file, exit 2,
 Most cases call the entry point in-process (the same `exit_on_user_error` wrapper as on the command line,
 without a 3 s interpreter start each); one runs it as a real command.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,14 +21,27 @@ from pipeline import config, partition
 from pipeline.download import write_prepared
 
 REPO = Path(__file__).resolve().parents[2]
-RUN = {"paper": "fedcurv", "partition": "p", "model": "mlp_200", "rounds": 2, "client_fraction": 1.0,
-       "local_epochs": 1, "batch_size": 8, "lr": 0.05, "algorithm": {"name": "fedcurv", "lambda": 1.0}}
+RUN = {
+    "paper": "fedcurv",
+    "partition": "p",
+    "model": "mlp_200",
+    "rounds": 2,
+    "client_fraction": 1.0,
+    "local_epochs": 1,
+    "batch_size": 8,
+    "lr": 0.05,
+    "algorithm": {"name": "fedcurv", "lambda": 1.0},
+}
 
 
 def params_with(partition_settings: dict, runs: dict | None = None, datasets: dict | None = None) -> dict:
     """Full-size datasets unless told: their sizes and class counts are known before download."""
-    return {"profile": "default", "datasets": datasets or {"mnist": {}, "cifar10": {}},
-            "partitions": {"p": partition_settings}, "runs": runs or {}}
+    return {
+        "profile": "default",
+        "datasets": datasets or {"mnist": {}, "cifar10": {}},
+        "partitions": {"p": partition_settings},
+        "runs": runs or {"r": RUN},
+    }  # an empty `runs` is refused
 
 
 def write_project(folder: Path, params: dict) -> None:
@@ -65,28 +79,56 @@ def assert_one_error(code: int, out: str, err: str, *needles: str) -> str:
 # ---------------------------------------------------------------- partitions that cannot be built
 
 UNBUILDABLE = {
-    "more_clients_than_samples": ({"dataset": "mnist", "scheme": "iid", "clients": 100000, "seed": 0},
-                                  ["partitions.p.clients", "100000 clients", "60000 samples", "1..60000"]),
+    "more_clients_than_samples": (
+        {"dataset": "mnist", "scheme": "iid", "clients": 100000, "seed": 0},
+        ["partitions.p.clients", "100000 clients", "60000 samples", "1..60000"],
+    ),
     "six_clusters_of_two_classes_on_ten": (
-        {"dataset": "cifar10", "scheme": "clusters", "cluster_sizes": [1] * 6, "classes_per_cluster": 2,
-         "samples_per_client": 100, "seed": 0},
-        ["partitions.p.classes_per_cluster", "2 classes x 6 clusters", "10 classes"]),
+        {
+            "dataset": "cifar10",
+            "scheme": "clusters",
+            "cluster_sizes": [1] * 6,
+            "classes_per_cluster": 2,
+            "samples_per_client": 100,
+            "seed": 0,
+        },
+        ["partitions.p.classes_per_cluster", "2 classes x 6 clusters", "10 classes"],
+    ),
     "samples_per_client_beyond_the_cluster": (
-        {"dataset": "cifar10", "scheme": "clusters", "cluster_sizes": [2, 7], "classes_per_cluster": 2,
-         "samples_per_client": 1500, "seed": 0},
-        ["partitions.p.samples_per_client", "7 clients x 1500 samples", "10000 samples of classes"]),
+        {
+            "dataset": "cifar10",
+            "scheme": "clusters",
+            "cluster_sizes": [2, 7],
+            "classes_per_cluster": 2,
+            "samples_per_client": 1500,
+            "seed": 0,
+        },
+        ["partitions.p.samples_per_client", "7 clients x 1500 samples", "10000 samples of classes"],
+    ),
     "shard_size_beyond_the_data": (
-        {"dataset": "mnist", "scheme": "shards", "clients": 96, "shards_per_client": 2, "shard_size": 400,
-         "seed": 0}, ["partitions.p.shard_size", "192 one-label blocks", "only 143"]),
+        {"dataset": "mnist", "scheme": "shards", "clients": 96, "shards_per_client": 2, "shard_size": 400, "seed": 0},
+        ["partitions.p.shard_size", "192 one-label blocks", "only 143"],
+    ),
     "sorted_shards_beyond_the_data": (
-        {"dataset": "mnist", "scheme": "shards", "clients": 100, "shards_per_client": 2, "shard_size": 301,
-         "shard_cut": "sorted", "seed": 0}, ["partitions.p.shard_size", "need 200 blocks", "only 199"]),
+        {
+            "dataset": "mnist",
+            "scheme": "shards",
+            "clients": 100,
+            "shards_per_client": 2,
+            "shard_size": 301,
+            "shard_cut": "sorted",
+            "seed": 0,
+        },
+        ["partitions.p.shard_size", "need 200 blocks", "only 199"],
+    ),
     "val_fraction_leaving_nothing": (
         {"dataset": "mnist", "scheme": "iid", "clients": 60000, "val_fraction": 0.9, "seed": 0},
-        ["partitions.p.val_fraction", "0.9", "no training samples"]),
+        ["partitions.p.val_fraction", "0.9", "no training samples"],
+    ),
     "subset_too_small_for_its_clusters": (  # a subset's class mix is unknown; its size alone refuses this
         {"dataset": "mnist", "scheme": "clusters", "cluster_sizes": [3, 3], "samples_per_client": 11, "seed": 0},
-        ["partitions.p.samples_per_client", "6 clients x 11 samples", "60 samples"]),
+        ["partitions.p.samples_per_client", "6 clients x 11 samples", "60 samples"],
+    ),
 }
 
 
@@ -102,15 +144,21 @@ def test_a_partition_that_cannot_be_built_is_refused_by_the_check(case, tmp_path
 def test_the_same_partitions_within_the_data_pass(tmp_path, monkeypatch, capsys):
     """The control: one step inside each boundary above is fine."""
     monkeypatch.chdir(tmp_path)
-    inside = [{"dataset": "mnist", "scheme": "iid", "clients": 60000, "val_fraction": 0.5, "seed": 0},
-              {"dataset": "cifar10", "scheme": "clusters", "cluster_sizes": [1] * 5, "samples_per_client": 100,
-               "seed": 0},
-              {"dataset": "cifar10", "scheme": "clusters", "cluster_sizes": [2, 7], "samples_per_client": 1428,
-               "seed": 0},
-              {"dataset": "mnist", "scheme": "shards", "clients": 71, "shards_per_client": 2, "shard_size": 400,
-               "seed": 0},
-              {"dataset": "mnist", "scheme": "shards", "clients": 100, "shards_per_client": 2, "shard_size": 300,
-               "shard_cut": "sorted", "seed": 0}]
+    inside = [
+        {"dataset": "mnist", "scheme": "iid", "clients": 60000, "val_fraction": 0.5, "seed": 0},
+        {"dataset": "cifar10", "scheme": "clusters", "cluster_sizes": [1] * 5, "samples_per_client": 100, "seed": 0},
+        {"dataset": "cifar10", "scheme": "clusters", "cluster_sizes": [2, 7], "samples_per_client": 1428, "seed": 0},
+        {"dataset": "mnist", "scheme": "shards", "clients": 71, "shards_per_client": 2, "shard_size": 400, "seed": 0},
+        {
+            "dataset": "mnist",
+            "scheme": "shards",
+            "clients": 100,
+            "shards_per_client": 2,
+            "shard_size": 300,
+            "shard_cut": "sorted",
+            "seed": 0,
+        },
+    ]
     for settings in inside:
         write_project(tmp_path, params_with(settings))
         code, out, err = check(capsys)
@@ -119,21 +167,36 @@ def test_the_same_partitions_within_the_data_pass(tmp_path, monkeypatch, capsys)
 
 # ---------------------------------------------------------------- allowed, but said
 
+
 def test_shards_that_leave_data_out_print_how_many_in_the_check_and_the_stage(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    settings = {"dataset": "mnist", "scheme": "shards", "clients": 5, "shards_per_client": 2, "shard_size": 5,
-                "shard_cut": "sorted", "seed": 0}
+    settings = {
+        "dataset": "mnist",
+        "scheme": "shards",
+        "clients": 5,
+        "shards_per_client": 2,
+        "shard_size": 5,
+        "shard_cut": "sorted",
+        "seed": 0,
+    }
     write_project(tmp_path, params_with(settings, datasets={"mnist": {"train_size": 60, "test_size": 20}}))
-    expected = ("warning: partitions.p: the shards hold 50 of dataset mnist's 60 training samples; 10 (16.7%) "
-                "are left out (shard_size and the class counts decide how many)")
+    expected = (
+        "warning: partitions.p: the shards hold 50 of dataset mnist's 60 training samples; 10 (16.7%) "
+        "are left out (shard_size and the class counts decide how many)"
+    )
     code, out, err = check(capsys)
     assert code == 0 and "ok" in out
     assert err.splitlines() == [expected]
     rng = np.random.default_rng(0)
-    write_prepared("mnist", {"x_train": rng.integers(0, 256, (60, 28, 28, 1), dtype=np.uint8),
-                             "y_train": np.arange(60, dtype=np.int64) % 10,
-                             "x_test": rng.integers(0, 256, (20, 28, 28, 1), dtype=np.uint8),
-                             "y_test": np.arange(20, dtype=np.int64) % 10})
+    write_prepared(
+        "mnist",
+        {
+            "x_train": rng.integers(0, 256, (60, 28, 28, 1), dtype=np.uint8),
+            "y_train": np.arange(60, dtype=np.int64) % 10,
+            "x_test": rng.integers(0, 256, (20, 28, 28, 1), dtype=np.uint8),
+            "y_test": np.arange(20, dtype=np.int64) % 10,
+        },
+    )
     code, out, err = entry_point(partition.main, ["p"], capsys)
     assert code == 0, err
     assert err.splitlines() == [expected]  # the same line, counted from what the stage built
@@ -141,9 +204,20 @@ def test_shards_that_leave_data_out_print_how_many_in_the_check_and_the_stage(tm
 
 def test_shards_that_use_every_sample_say_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    write_project(tmp_path, params_with({"dataset": "mnist", "scheme": "shards", "clients": 100,
-                                         "shards_per_client": 2, "shard_size": 300, "shard_cut": "sorted",
-                                         "seed": 0}))
+    write_project(
+        tmp_path,
+        params_with(
+            {
+                "dataset": "mnist",
+                "scheme": "shards",
+                "clients": 100,
+                "shards_per_client": 2,
+                "shard_size": 300,
+                "shard_cut": "sorted",
+                "seed": 0,
+            }
+        ),
+    )
     assert check(capsys)[2] == ""
 
 
@@ -151,16 +225,24 @@ def test_a_batch_above_some_clients_data_is_a_warning(tmp_path, monkeypatch, cap
     """A warning, not a refusal: full-batch local training is a setting of its own (FedAvg's B = infinity)."""
     monkeypatch.chdir(tmp_path)
     settings = {"dataset": "mnist", "scheme": "iid", "clients": 2000, "seed": 0}  # 30 samples each
-    runs = {"r": {**RUN, "batch_size": 50}, "s": {**RUN, "batch_size": 10, "scaled": {"batch_size": 64}},
-            "fits": {**RUN, "batch_size": 30}}
+    runs = {
+        "r": {**RUN, "batch_size": 50},
+        "s": {**RUN, "batch_size": 10, "scaled": {"batch_size": 64}},
+        "fits": {**RUN, "batch_size": 30},
+    }
     write_project(tmp_path, params_with(settings, runs=runs))
     code, out, err = check(capsys)
     assert code == 0 and "ok" in out
     assert err.splitlines() == [
-        ("warning: runs.r.batch_size: 50 is more than the 30 training samples of 2000 of the 2000 clients of "
-         "partition p; those train full-batch (one step an epoch)"),
-        ("warning: runs.s.scaled.batch_size: 64 is more than the 30 training samples of 2000 of the 2000 clients "
-         "of partition p; those train full-batch (one step an epoch)")]
+        (
+            "warning: runs.r.batch_size: 50 is more than the 30 training samples of 2000 of the 2000 clients of "
+            "partition p; those train full-batch (one step an epoch)"
+        ),
+        (
+            "warning: runs.s.scaled.batch_size: 64 is more than the 30 training samples of 2000 of the 2000 clients "
+            "of partition p; those train full-batch (one step an epoch)"
+        ),
+    ]
 
 
 def test_the_real_params_pass_the_check(monkeypatch, capsys):
@@ -184,18 +266,23 @@ runs: {}
 
 def test_a_run_defined_twice_is_refused_with_both_line_numbers(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    run = ("  r:\n    partition: p\n    model: mlp_200\n    rounds: 2\n    client_fraction: 1.0\n"
-           "    local_epochs: 1\n    batch_size: 8\n    lr: {lr}\n    algorithm: {{name: fedavg}}\n")
+    run = (
+        "  r:\n    partition: p\n    model: mlp_200\n    rounds: 2\n    client_fraction: 1.0\n"
+        "    local_epochs: 1\n    batch_size: 8\n    lr: {lr}\n    algorithm: {{name: fedavg}}\n"
+    )
     text = VALID_TEXT.replace("runs: {}\n", "runs:\n" + run.format(lr=0.05) + run.format(lr=0.1))
     (tmp_path / "params.yaml").write_text(text)
-    assert_one_error(*check(capsys), "params.yaml", "line 16", "'r' under runs", "lines 7 and 16",
-                     "remove or rename one")
+    assert_one_error(
+        *check(capsys), "params.yaml", "line 16", "'r' under runs", "lines 7 and 16", "remove or rename one"
+    )
 
 
 def test_a_key_twice_at_any_level_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    text = VALID_TEXT.replace("  p: {dataset: mnist, scheme: iid, clients: 3, seed: 0}",
-                              "  p:\n    dataset: mnist\n    clients: 3\n    scheme: iid\n    clients: 4\n    seed: 0")
+    text = VALID_TEXT.replace(
+        "  p: {dataset: mnist, scheme: iid, clients: 3, seed: 0}",
+        "  p:\n    dataset: mnist\n    clients: 3\n    scheme: iid\n    clients: 4\n    seed: 0",
+    )
     (tmp_path / "params.yaml").write_text(text)
     assert_one_error(*check(capsys), "'clients' under partitions.p", "lines 7 and 9")
     (tmp_path / "params.yaml").write_text(VALID_TEXT + "profile: paper\n")
@@ -205,7 +292,9 @@ def test_a_key_twice_at_any_level_is_refused(tmp_path, monkeypatch, capsys):
 def test_anchors_aliases_and_merge_keys_are_not_duplicates(tmp_path, monkeypatch, capsys):
     """A key a mapping merges in (`<<: *base`) and then sets itself is an override: allowed, as YAML means."""
     monkeypatch.chdir(tmp_path)
-    text = VALID_TEXT.replace("runs: {}\n", """\
+    text = VALID_TEXT.replace(
+        "runs: {}\n",
+        """\
 runs:
   a: &base
     partition: p
@@ -224,7 +313,8 @@ runs:
     scaled:
       <<: *scaled
       rounds: 2
-""")
+""",
+    )
     (tmp_path / "params.yaml").write_text(text)
     assert config.read_yaml(tmp_path / "params.yaml") == yaml.safe_load(text)  # the same meaning
     params = config.load_params(tmp_path / "params.yaml")
@@ -236,11 +326,14 @@ runs:
     assert code == 0 and "ok" in out, err
 
 
-@pytest.mark.parametrize("broken, needles", [
-    ("runs: [1, 2\n", ["line 7", "did not find expected ',' or ']'", "flow sequence started at line 6"]),
-    ("runs:\n  a: 1\n    b: 2\n", ["line 8", "mapping values are not allowed"]),
-    ("runs:\n\tr: 1\n", ["line 7", "cannot start any token"]),
-])
+@pytest.mark.parametrize(
+    "broken, needles",
+    [
+        ("runs: [1, 2\n", ["line 7", "did not find expected ',' or ']'", "flow sequence started at line 6"]),
+        ("runs:\n  a: 1\n    b: 2\n", ["line 8", "mapping values are not allowed"]),
+        ("runs:\n\tr: 1\n", ["line 7", "cannot start any token"]),
+    ],
+)
 def test_a_yaml_syntax_error_names_the_line_and_the_reason(broken, needles, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(VALID_TEXT.replace("runs: {}\n", broken))
@@ -251,7 +344,20 @@ def test_a_yaml_syntax_error_names_the_line_and_the_reason(broken, needles, tmp_
 def test_the_command_refuses_a_duplicate_in_one_line_without_a_traceback(tmp_path):
     (tmp_path / "params.yaml").write_text(VALID_TEXT + "datasets: {}\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "pipeline.config", "--check"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert_one_error(result.returncode, result.stdout, result.stderr, "params.yaml: line 7",
-                     "'datasets' at the top level", "lines 2 and 7")
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.config", "--check"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert_one_error(
+        result.returncode,
+        result.stdout,
+        result.stderr,
+        "params.yaml: line 7",
+        "'datasets' at the top level",
+        "lines 2 and 7",
+    )

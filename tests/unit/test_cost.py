@@ -1,4 +1,5 @@
 """The cost estimate of `pipeline.plan` against hand-counted FLOPs."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,19 @@ def test_forward_flops_of_the_mlp_and_the_mcmahan_cnn_by_hand():
     assert cost.forward_flops(cnn, (28, 28, 1)) == conv1 + conv2 + dense
 
 
-PARAMS = {"datasets": {"mnist": {"train_size": 1000, "test_size": 200}},
-          "partitions": {"p": {"dataset": "mnist", "scheme": "iid", "clients": 10, "seed": 0}}}
-SETTINGS = {"partition": "p", "model": "mlp_200", "rounds": 4, "client_fraction": 0.3, "local_epochs": 2,
-            "eval_every": 2, "seeds": [0, 1]}
+PARAMS = {
+    "datasets": {"mnist": {"train_size": 1000, "test_size": 200}},
+    "partitions": {"p": {"dataset": "mnist", "scheme": "iid", "clients": 10, "seed": 0}},
+}
+SETTINGS = {
+    "partition": "p",
+    "model": "mlp_200",
+    "rounds": 4,
+    "client_fraction": 0.3,
+    "local_epochs": 2,
+    "eval_every": 2,
+    "seeds": [0, 1],
+}
 
 
 def test_run_flops_and_seconds_by_hand(tmp_path, monkeypatch):
@@ -58,11 +68,21 @@ def test_a_model_no_run_trained_takes_the_benchmarks_cpu_rate(tmp_path, monkeypa
     folder.mkdir(parents=True)
     (folder / "settings.json").write_text(json.dumps({**SETTINGS, "seed": 0}))
     (folder / "timing.json").write_text(json.dumps({"seconds_total": 2.0, "seconds_per_round": [1.0] * 4}))
-    engine = lambda rate: {"implementations": {"engine_auto": {"flops_per_second": rate},  # noqa: E731
-                                               "loop_tensors": {"flops_per_second": 1.0}}}
-    results = {"machine": {"device": "cpu"},
-               "workloads": {"1": {"model": "mlp_200", **engine(5e9)}, "3": {"model": "cnn_mnist", **engine(4e10)},
-                             "9": {"model": "cnn_mnist", **engine(6e10)}, "8": {"model": "cnn_fedavg", **engine(2e10)}}}
+
+    def engine(rate):
+        return {
+            "implementations": {"engine_auto": {"flops_per_second": rate}, "loop_tensors": {"flops_per_second": 1.0}}
+        }
+
+    results = {
+        "machine": {"device": "cpu"},
+        "workloads": {
+            "1": {"model": "mlp_200", **engine(5e9)},
+            "3": {"model": "cnn_mnist", **engine(4e10)},
+            "9": {"model": "cnn_mnist", **engine(6e10)},
+            "8": {"model": "cnn_fedavg", **engine(2e10)},
+        },
+    }
     path = tmp_path / "benchmarks" / "results" / "speed.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(results))
@@ -76,13 +96,25 @@ def test_a_model_no_run_trained_takes_the_benchmarks_cpu_rate(tmp_path, monkeypa
 
 def device_results(device_type: str = "cuda", quick: bool = False) -> dict:
     def workload(model, norm, vectorized, sequential, faster):
-        return {"model": model, "norm": norm, "faster_path": faster,
-                "paths": {"vectorized": {"flops_per_second": vectorized},
-                          "sequential": {"flops_per_second": sequential} if sequential else {"failed": "out of memory"}}}
-    return {"device": {"type": device_type, "name": "Some GPU"}, "quick": quick,
-            "workloads": {"a": workload("resnet18", "group", 4e12, 2e12, "vectorized"),
-                          "b": workload("resnet18", "batch", 1e12, 3e12, "sequential"),
-                          "c": workload("mlp_200", None, 5e11, None, "vectorized")}}
+        return {
+            "model": model,
+            "norm": norm,
+            "faster_path": faster,
+            "paths": {
+                "vectorized": {"flops_per_second": vectorized},
+                "sequential": {"flops_per_second": sequential} if sequential else {"failed": "out of memory"},
+            },
+        }
+
+    return {
+        "device": {"type": device_type, "name": "Some GPU"},
+        "quick": quick,
+        "workloads": {
+            "a": workload("resnet18", "group", 4e12, 2e12, "vectorized"),
+            "b": workload("resnet18", "batch", 1e12, 3e12, "sequential"),
+            "c": workload("mlp_200", None, 5e11, None, "vectorized"),
+        },
+    }
 
 
 def test_gpu_seconds_take_the_device_benchmarks_faster_path_for_the_model_and_norm(tmp_path):

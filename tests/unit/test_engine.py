@@ -1,6 +1,7 @@
 """The round engine: the vectorized cohort equals the one-client-at-a-time reference, chunking does not
 change results, the SGD step is torch.optim.SGD's, and the small pieces (cohort sampling, batch order,
 rounds to a target, divergence) do what they promise. Everything on tiny synthetic data."""
+
 from __future__ import annotations
 
 import math
@@ -8,18 +9,17 @@ import math
 import pytest
 import torch
 
-from pipeline import models
-from support.algorithms import fedavg, fedcurv, fedprox, importance
-from pipeline import cohort_mlp
-from pipeline.settings import MODEL_NORMS
+from pipeline import cohort_mlp, models
 from pipeline.clientdata import ClientData, client_schedule, sample_cohort
-from support.oracles import local_batches
 from pipeline.cohort import cohort_chunk_size, mask_shapes
 from pipeline.metrics import rounds_to_accuracy
 from pipeline.rounds import initial_state, run_round
-
+from pipeline.settings import MODEL_NORMS
 from support import synthetic
+from support.algorithms import fedavg, fedcurv, fedprox, importance
+from support.oracles import local_batches
 from support.synthetic import CLASSES, SHAPE
+
 SIZES = [5, 9, 3, 11, 7, 6]  # unequal, and the batch size 4 below divides none of them
 
 
@@ -148,13 +148,14 @@ def every_model_and_norm():
 
 @pytest.mark.parametrize("name, norm", list(every_model_and_norm()))
 @pytest.mark.parametrize("tce_mask", [False, True], ids=["ce", "tce"])
-def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_model(name, norm, tce_mask):
-    """The sequential path's step function (plain autograd where it is exact, torch.func for GroupNorm)
-    against torch.func.grad_and_value on the same objective: the same bits, BatchNorm's running
-    statistics (updated in place by the forward pass), dropout masks (supplied as the engine does) and
-    TCE's logit mask (classes the client does not hold at −inf) included; so moving the path to
-    autograd left every run's numbers as they were."""
+def test_the_sequential_step_gives_torch_funcs_gradients_for_every_model(name, norm, tce_mask):
+    """The sequential path's step function (plain autograd) against torch.func.grad_and_value on the same
+    objective: the same bits, BatchNorm's running statistics (updated in place by the forward pass), dropout
+    masks (supplied as the engine does) and TCE's logit mask (classes the client does not hold at −inf)
+    included; for GroupNorm, whose backward torch.func computes by another formula, within float32 rounding
+    (the regeneration of 2026-11-27 moved GroupNorm to autograd: half the time a step)."""
     from pipeline.cohort import autograd_grad_and_value, make_objective, sequential_step_function
+
     shape = (28, 28, 1) if name in ("cnn_mnist", "cnn_fedavg", "cnn_fedavg_bn") else (32, 32, 3)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
@@ -171,14 +172,19 @@ def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_m
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
     buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
     results = []
-    for step in (torch.func.grad_and_value(objective, has_aux=True), sequential_step_function(model, objective)):
+    for step in (torch.func.grad_and_value(objective, has_aux=True), sequential_step_function(objective)):
         own = {n: b.clone() for n, b in buffers.items()}
         grads, (total, (loss, correct)) = step(params, {**own, **masks}, x, y, w, keep, {}, {})
         results.append((grads, total, loss, correct, own))
     (g1, t1, l1, c1, b1), (g2, t2, l2, c2, b2) = results
     assert not (t2.requires_grad or l2.requires_grad)
     assert torch.equal(t1, t2) and torch.equal(l1, l2) and torch.equal(c1, c2)
-    assert all(torch.equal(g1[n], g2[n]) for n in g1) and all(torch.equal(b1[n], b2[n]) for n in b1)
+    assert all(torch.equal(b1[n], b2[n]) for n in b1)
+    if norm == "group":  # torch.func's GroupNorm backward: another formula, the same gradient to rounding
+        for n in g1:
+            torch.testing.assert_close(g2[n], g1[n], rtol=1e-4, atol=1e-6)
+    else:
+        assert all(torch.equal(g1[n], g2[n]) for n in g1)
     if norm == "group":  # plain autograd would not be exact here: the reason GroupNorm keeps torch.func
         g3, _ = autograd_grad_and_value(objective)(params, masks, x, y, w, keep, {}, {})
         assert all(torch.allclose(g1[n], g3[n], atol=1e-6, rtol=1e-4) for n in g1)
@@ -187,6 +193,7 @@ def test_the_sequential_step_gives_torch_funcs_gradients_bit_for_bit_for_every_m
 def test_the_autograd_step_gives_its_gradients_under_an_outer_no_grad():
     """torch.func's grad ignores the caller's grad mode; the autograd step it stands in for must too."""
     from pipeline.cohort import autograd_grad_and_value, make_objective
+
     model = models.build_model("mlp_200", (8, 8, 1), CLASSES, 0)
     objective = make_objective(model, fedprox, {"mu": 0.1})
     params = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -240,8 +247,9 @@ def test_sample_cohort_is_deterministic_in_seed_and_round():
     assert sample_cohort(20, 0.3, seed=7, round_=3) != sample_cohort(20, 0.3, seed=8, round_=3)
 
 
-@pytest.mark.parametrize("clients, fraction, count", [(10, 0.3, 3), (10, 0.34, 3), (10, 0.36, 4),
-                                                      (10, 0.01, 1), (100, 0.1, 10), (7, 0.5, 4)])
+@pytest.mark.parametrize(
+    "clients, fraction, count", [(10, 0.3, 3), (10, 0.34, 3), (10, 0.36, 4), (10, 0.01, 1), (100, 0.1, 10), (7, 0.5, 4)]
+)
 def test_sample_cohort_draws_max_1_round_c_k_distinct_clients(clients, fraction, count):
     cohort = sample_cohort(clients, fraction, seed=1, round_=1)
     assert len(cohort) == count
@@ -269,7 +277,7 @@ def test_local_batches_each_epoch_is_a_permutation_cut_into_batches():
     assert len(batches) == epochs * per_epoch
     orders = []
     for e in range(epochs):
-        epoch = batches[e * per_epoch:(e + 1) * per_epoch]
+        epoch = batches[e * per_epoch : (e + 1) * per_epoch]
         assert [len(b) for b in epoch] == [4, 4, 3]  # the last one smaller
         order = torch.cat(epoch)
         assert sorted(order.tolist()) == list(range(n))  # every sample exactly once
@@ -285,8 +293,8 @@ def test_client_schedule_is_local_batches_padded(n, epochs, size):
     schedule = client_schedule(n, epochs, size, torch.Generator().manual_seed(3))
     assert len(schedule) == len(batches)
     for row, batch in zip(schedule, batches):
-        assert row[:len(batch)].tolist() == batch.tolist()
-        assert (row[len(batch):] == -1).all()
+        assert row[: len(batch)].tolist() == batch.tolist()
+        assert (row[len(batch) :] == -1).all()
 
 
 def test_cached_normalised_inputs_equal_per_batch_normalisation(monkeypatch):
@@ -299,15 +307,17 @@ def test_cached_normalised_inputs_equal_per_batch_normalisation(monkeypatch):
     assert torch.equal(uncached.inputs(index), cached) and uncached.normalised is None
 
 
-@pytest.mark.parametrize("algorithm, hp, vectorized", [(*a, True) for a in ALGORITHMS] + [(*ALGORITHMS[0], False)],
-                         ids=[f"{i}-vectorized" for i in IDS] + ["fedavg-sequential"])
+@pytest.mark.parametrize(
+    "algorithm, hp, vectorized",
+    [(*a, True) for a in ALGORITHMS] + [(*ALGORITHMS[0], False)],
+    ids=[f"{i}-vectorized" for i in IDS] + ["fedavg-sequential"],
+)
 def test_a_diverging_round_is_reported_and_leaves_the_state_alone(algorithm, hp, vectorized):
     data = make_data()
     model = make_model()
     state = initial_state(model, algorithm, len(data.clients), hp)
     snapshot = {name: value.clone() for name, value in flat_tensors(state).items()}
-    result = run_round(model, algorithm, hp, state, data, settings(lr=1e6, local_epochs=3), 1,
-                       vectorized=vectorized)
+    result = run_round(model, algorithm, hp, state, data, settings(lr=1e6, local_epochs=3), 1, vectorized=vectorized)
     assert result.diverged is True
     assert result.state is state
     for name, value in flat_tensors(result.state).items():
@@ -316,8 +326,9 @@ def test_a_diverging_round_is_reported_and_leaves_the_state_alone(algorithm, hp,
     assert not run_round(model, algorithm, hp, state, data, settings(), 1, vectorized=vectorized).diverged
 
 
-@pytest.mark.parametrize("layout", ["flat", "labels", "nchw", "channels_last_colour", "channels_last_one_channel",
-                                    "a_slice"])
+@pytest.mark.parametrize(
+    "layout", ["flat", "labels", "nchw", "channels_last_colour", "channels_last_one_channel", "a_slice"]
+)
 def test_gather_rows_is_advanced_indexing_in_values_and_layout(layout):
     """The batch gather must give table[index] exactly, strides included: a convolution chooses its
     kernel (and so its rounding) by the input's layout, and MNIST scaled from [N, H, W, 1] keeps
@@ -325,14 +336,19 @@ def test_gather_rows_is_advanced_indexing_in_values_and_layout(layout):
     from pipeline.clientdata import gather_rows
 
     generator = torch.Generator().manual_seed(0)
-    table = {"flat": lambda: torch.randn(50, 784, generator=generator),
-             "labels": lambda: torch.randint(0, 10, (50,), generator=generator),
-             "nchw": lambda: torch.randn(50, 3, 8, 8, generator=generator),
-             "channels_last_colour": lambda: torch.randn(50, 8, 8, 3, generator=generator).movedim(-1, -3),
-             "channels_last_one_channel": lambda: torch.randn(50, 8, 8, 1, generator=generator).movedim(-1, -3),
-             "a_slice": lambda: torch.randn(60, 784, generator=generator)[5:55]}[layout]()
-    for index in (torch.randint(0, 50, (10, 10), generator=generator), torch.randint(0, 50, (7,), generator=generator),
-                  torch.tensor(3)):
+    table = {
+        "flat": lambda: torch.randn(50, 784, generator=generator),
+        "labels": lambda: torch.randint(0, 10, (50,), generator=generator),
+        "nchw": lambda: torch.randn(50, 3, 8, 8, generator=generator),
+        "channels_last_colour": lambda: torch.randn(50, 8, 8, 3, generator=generator).movedim(-1, -3),
+        "channels_last_one_channel": lambda: torch.randn(50, 8, 8, 1, generator=generator).movedim(-1, -3),
+        "a_slice": lambda: torch.randn(60, 784, generator=generator)[5:55],
+    }[layout]()
+    for index in (
+        torch.randint(0, 50, (10, 10), generator=generator),
+        torch.randint(0, 50, (7,), generator=generator),
+        torch.tensor(3),
+    ):
         expected, got = table[index], gather_rows(table, index)
         assert torch.equal(got, expected) and got.shape == expected.shape
         assert got.stride() == expected.stride(), (index.shape, got.stride(), expected.stride())

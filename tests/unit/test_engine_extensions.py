@@ -1,19 +1,20 @@
 """The engine's extension points: randomness keyed by client (dropout), BatchNorm buffers, the loss hook
 (TCE), client optimisers through a whole round, the per-client store, the after-aggregation hook, the
 upload's view of the local result, and the forgetting probes against per-sample loops."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from support import synthetic
 from pipeline import models
 from pipeline.algorithms import as_algorithm
-from support.algorithms import fedavg, fedcurv
 from pipeline.clientdata import ClientData
 from pipeline.losses import client_logit_mask, per_sample_loss
 from pipeline.rounds import initial_state, probe_positions, run_round
+from support import synthetic
+from support.algorithms import fedavg, fedcurv
 
 IMAGE = (8, 8, 1)
 CLASSES = 4
@@ -44,6 +45,7 @@ def one_round(model_name, algorithm=fedavg, hp=None, data=None, run_settings=Non
 
 
 # ---------------------------------------------------------------- randomness keyed by (seed, round, client)
+
 
 def test_dropout_cnn_round_is_the_same_on_both_paths_and_for_any_chunk_size():
     """cnn_mnist has two dropouts: its masks come from each client's own generator, so the vectorized
@@ -78,6 +80,7 @@ def test_dropout_masks_differ_between_clients_and_rounds():
 
 
 # ---------------------------------------------------------------- BatchNorm buffers
+
 
 @pytest.mark.parametrize("vectorized", [False, True])
 def test_batchnorm_buffers_are_the_sample_weighted_average_of_the_clients(vectorized):
@@ -214,25 +217,27 @@ def test_cached_scaling_stats_are_the_computed_ones_and_are_read_back(tmp_path):
     mean, std = cached_scaling_stats(x, "standardize", "sha-a", tmp_path)
     assert torch.allclose(mean.double(), pixels.mean(0), atol=1e-6)
     assert torch.allclose(std.double(), pixels.std(0), atol=1e-6)
-    assert len(list(tmp_path.iterdir())) == 1
+    store = tmp_path / "scaling_stats"  # FEDFORGET_CACHE's subfolder for these
+    assert len(list(store.iterdir())) == 1
     # Read back, bit for bit: a different tensor under the same key gets the stored statistics.
     again = cached_scaling_stats(torch.zeros_like(x), "standardize", "sha-a", tmp_path)
     assert torch.equal(again[0], mean) and torch.equal(again[1], std)
     # Another file's checksum is another key; a cut-short cache file is recomputed, not trusted.
     other = cached_scaling_stats(torch.zeros_like(x), "standardize", "sha-b", tmp_path)
     assert torch.equal(other[0], torch.zeros(3))
-    stored = next(p for p in tmp_path.iterdir() if torch.equal(torch.load(p)[0], mean))
+    stored = next(p for p in store.iterdir() if torch.equal(torch.load(p)[0], mean))
     stored.write_bytes(stored.read_bytes()[:20])
     recomputed = cached_scaling_stats(torch.zeros_like(x), "standardize", "sha-a", tmp_path)
     assert torch.equal(recomputed[0], torch.zeros(3))
     # Unit scaling stores nothing.
-    before = sorted(tmp_path.iterdir())
+    before = sorted(store.iterdir())
     shift, scale = cached_scaling_stats(x, "unit", "sha-c", tmp_path)
     assert torch.equal(shift, torch.zeros(3)) and torch.equal(scale, torch.ones(3))
-    assert sorted(tmp_path.iterdir()) == before
+    assert sorted(store.iterdir()) == before
 
 
 # ---------------------------------------------------------------- the loss hook: TCE
+
 
 def test_tce_gives_absent_classes_exactly_zero_gradient():
     logits = torch.randn(5, CLASSES, requires_grad=True)
@@ -273,8 +278,11 @@ def label_skewed_data():
     return data
 
 
-@pytest.mark.parametrize("model_name, momentum", [("mlp_200", 0.0), ("mlp_200", 0.9), ("cnn_fedavg", 0.0)],
-                         ids=["fused_mlp", "mlp_with_momentum", "cnn_vmap"])
+@pytest.mark.parametrize(
+    "model_name, momentum",
+    [("mlp_200", 0.0), ("mlp_200", 0.9), ("cnn_fedavg", 0.0)],
+    ids=["fused_mlp", "mlp_with_momentum", "cnn_vmap"],
+)
 def test_tce_rounds_agree_between_paths_and_differ_from_ce(model_name, momentum):
     run_settings = settings(loss="tce", momentum=momentum)
     vec = one_round(model_name, data=label_skewed_data(), run_settings=run_settings, vectorized=True)[0]
@@ -286,6 +294,7 @@ def test_tce_rounds_agree_between_paths_and_differ_from_ce(model_name, momentum)
 
 
 # ---------------------------------------------------------------- client optimisers through a round
+
 
 def test_adam_round_agrees_between_paths_and_with_torch_optim_for_one_client():
     run_settings = settings(optimizer="adam", lr=0.01, weight_decay=1e-3, local_epochs=1)
@@ -313,8 +322,10 @@ def test_adam_round_agrees_between_paths_and_with_torch_optim_for_one_client():
 
 # ---------------------------------------------------------------- uploads, the per-client store, the hook
 
+
 class Recorder:
     """A FedAvg that records what the engine hands it: each local result, the store, the hook's view."""
+
     NAME = "recorder"
     HYPERPARAMS: dict = {}
 
@@ -360,7 +371,8 @@ class Recorder:
 
 
 def test_uploads_see_steps_start_and_data_and_the_store_reaches_the_next_round():
-    algorithm = as_algorithm(Recorder())
+    recorder = Recorder()
+    algorithm = as_algorithm(recorder)  # the hooks the engine calls: the recorder's own methods
     data = make_data((6, 9, 5))
     model = build("mlp_200")
     state = initial_state(model, algorithm, 3, {})
@@ -368,14 +380,14 @@ def test_uploads_see_steps_start_and_data_and_the_store_reaches_the_next_round()
     first = run_round(model, algorithm, {}, state, data, settings(), 1)
     run_round(model, algorithm, {}, first.state, data, settings(), 2)
     # B = 4, E = 2: ceil(n/4) steps per epoch.
-    assert [local.steps for local in algorithm.locals[:3]] == [4, 6, 4]
-    for local in algorithm.locals[:3]:
+    assert [local.steps for local in recorder.locals[:3]] == [4, 6, 4]
+    for local in recorder.locals[:3]:
         assert all(torch.equal(local.start[n], start[n]) for n in start)
         assert torch.equal(local.train_index, data.clients[local.client])
     assert first.state["clients"] == {0: {"steps": 4}, 1: {"steps": 6}, 2: {"steps": 4}}
-    assert algorithm.contexts[:3] == [(0, None), (1, None), (2, None)]
-    assert algorithm.contexts[3:] == [(0, 4), (1, 6), (2, 4)]
-    assert len(algorithm.views) == 2 and algorithm.views[0].shape == (3,)
+    assert recorder.contexts[:3] == [(0, None), (1, None), (2, None)]
+    assert recorder.contexts[3:] == [(0, 4), (1, 6), (2, 4)]
+    assert len(recorder.views) == 2 and recorder.views[0].shape == (3,)
 
 
 def test_fedcurv_keeps_its_last_uploads_in_the_engines_store():
@@ -386,6 +398,7 @@ def test_fedcurv_keeps_its_last_uploads_in_the_engines_store():
 
 
 # ---------------------------------------------------------------- the probes against per-sample loops
+
 
 def accuracy_by_loop(model, params, data, index):
     """One sample at a time through a plain module: the independent reference."""
@@ -422,7 +435,8 @@ def test_local_forgetting_and_forgettable_counts_match_per_sample_loops():
     per_client = view.global_accuracy_per_client()
     for k in range(3):
         assert float(per_client[k]) == pytest.approx(
-            accuracy_by_loop(model, result.state["params"], data, data.held_out(k)))
+            accuracy_by_loop(model, result.state["params"], data, data.held_out(k))
+        )
 
 
 def test_probe_positions_follow_a_fixed_sample_of_clients():
@@ -439,6 +453,7 @@ def test_probe_positions_follow_a_fixed_sample_of_clients():
 
 
 # ---------------------------------------------------------------- example-forgetting events over presentations
+
 
 def presentations_by_loop(model, state, data, client, rounds, run):
     """One client trained by plain torch on the engine's batch order from the global model (with one
@@ -457,8 +472,9 @@ def presentations_by_loop(model, state, data, client, rounds, run):
     samples = data.clients[client]
     seen = [[] for _ in samples]
     for round_ in range(1, rounds + 1):
-        for positions in client_schedule(len(samples), run.local.epochs, run.local.batch_size,
-                                         generator_for(run.seed, round_, client)):
+        for positions in client_schedule(
+            len(samples), run.local.epochs, run.local.batch_size, generator_for(run.seed, round_, client)
+        ):
             positions = positions[positions >= 0]
             chosen = samples[positions]
             optimizer.zero_grad()
@@ -516,8 +532,19 @@ def test_example_events_turn_the_hand_written_mlp_path_off_and_are_off_by_defaul
     result = one_round("mlp_200")[0]
     assert result.example_events is None and "presentations" not in result.state
     model = build("mlp_200")
-    job = dict(model=model, algorithm=fedavg, hp={}, data=None, optimizer=SGD(lr=0.1), shared={}, contexts={},
-               index=None, weight=None, keep=None, dropout=None)
+    job = dict(
+        model=model,
+        algorithm=fedavg,
+        hp={},
+        data=None,
+        optimizer=SGD(lr=0.1),
+        shared={},
+        contexts={},
+        index=None,
+        weight=None,
+        keep=None,
+        dropout=None,
+    )
     assert by_hand_applies(CohortJob(**job)) and fused_sgd_applies(CohortJob(**job), None)
     assert not by_hand_applies(CohortJob(**job, record_correct=True))
     assert not fused_sgd_applies(CohortJob(**job, record_correct=True), None)

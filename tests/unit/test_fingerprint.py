@@ -1,5 +1,6 @@
 """The fingerprint stage: every module a train stage runs, by its code alone (comments, docstrings and
 formatting do not count), the engine apart from the code that decides no number, each algorithm apart."""
+
 from __future__ import annotations
 
 import ast
@@ -42,18 +43,26 @@ def test_the_fingerprint_covers_exactly_what_the_train_command_and_the_algorithm
     imported = closure_by_import_graph([REPO / "pipeline" / "train.py", *algorithms])
     covered = fingerprint.train_closure(REPO)
     # the package's __init__ files run on any import: the test graph leaves them out, the fingerprint not
-    assert covered - {p for p in covered if p.endswith("__init__.py")} == \
-        imported - {p.relative_to(REPO).as_posix() for p in algorithms} - {p for p in imported if p.endswith("__init__.py")}
+    assert covered - {p for p in covered if p.endswith("__init__.py")} == imported - {
+        p.relative_to(REPO).as_posix() for p in algorithms
+    } - {p for p in imported if p.endswith("__init__.py")}
     assert {"pipeline/path_score.py", "pipeline/algorithms/common.py", "pipeline/training.py"} <= covered
 
 
 def test_the_engine_is_the_numeric_code_and_the_rest_decides_no_number():
     engine = set(fingerprint.engine_modules(REPO))
     assert {"pipeline/cohort.py", "pipeline/rounds.py", "pipeline/training.py", "pipeline/settings.py"} <= engine
-    assert not engine & {"pipeline/train.py", "pipeline/outputs.py", "pipeline/probe_files.py", "pipeline/launch.py",
-                         "pipeline/results.py", "pipeline/options.py"}
-    assert fingerprint.NOT_NUMERIC <= {f"pipeline/{p.relative_to(REPO / 'pipeline').as_posix()}"
-                                       for p in (REPO / "pipeline").rglob("*.py")}  # no stale name in the list
+    assert not engine & {
+        "pipeline/train.py",
+        "pipeline/outputs.py",
+        "pipeline/probe_files.py",
+        "pipeline/launch.py",
+        "pipeline/results.py",
+        "pipeline/options.py",
+    }
+    assert fingerprint.NOT_NUMERIC <= {
+        f"pipeline/{p.relative_to(REPO / 'pipeline').as_posix()}" for p in (REPO / "pipeline").rglob("*.py")
+    }  # no stale name in the list
 
 
 def test_train_stages_depend_on_the_fingerprints_and_no_module_directly():
@@ -75,26 +84,41 @@ def step(x, lr):
 '''
 
 
-@pytest.mark.parametrize("edit", [
-    lambda s: s.replace("# a comment", "# another comment, longer"),
-    lambda s: s.replace('"""One step."""', '"""One step, said at length.\n\n    Over two paragraphs."""'),
-    lambda s: s.replace('"""A module."""', '"""A module, documented anew."""'),
-    lambda s: s.replace("return x - lr * torch.ones(3)", "return (\n        x - lr * torch.ones(3)\n    )"),
-    lambda s: s + "\n\n# a trailing comment\n",
-    lambda s: s.replace("def step(x, lr):\n", "def step(x, lr):  # why\n"),
-    lambda s: s.replace('"""One step."""\n', ''),
-], ids=["comment", "docstring", "module_docstring", "reformatted", "trailing_comment", "inline_comment",
-        "docstring_removed"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: s.replace("# a comment", "# another comment, longer"),
+        lambda s: s.replace('"""One step."""', '"""One step, said at length.\n\n    Over two paragraphs."""'),
+        lambda s: s.replace('"""A module."""', '"""A module, documented anew."""'),
+        lambda s: s.replace("return x - lr * torch.ones(3)", "return (\n        x - lr * torch.ones(3)\n    )"),
+        lambda s: s + "\n\n# a trailing comment\n",
+        lambda s: s.replace("def step(x, lr):\n", "def step(x, lr):  # why\n"),
+        lambda s: s.replace('"""One step."""\n', ""),
+    ],
+    ids=[
+        "comment",
+        "docstring",
+        "module_docstring",
+        "reformatted",
+        "trailing_comment",
+        "inline_comment",
+        "docstring_removed",
+    ],
+)
 def test_prose_and_layout_leave_a_modules_digest_unchanged(edit):
     assert fingerprint.code_digest(edit(SOURCE)) == fingerprint.code_digest(SOURCE)
 
 
-@pytest.mark.parametrize("edit", [
-    lambda s: s.replace("lr * torch", "2 * lr * torch"),
-    lambda s: s.replace("torch.ones(3)", "torch.ones(4)"),
-    lambda s: s.replace("x - lr", "x + lr"),
-    lambda s: s.replace('"""One step."""', '"""One step."""\n    x = x.clone()'),
-], ids=["constant", "argument", "operator", "statement"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: s.replace("lr * torch", "2 * lr * torch"),
+        lambda s: s.replace("torch.ones(3)", "torch.ones(4)"),
+        lambda s: s.replace("x - lr", "x + lr"),
+        lambda s: s.replace('"""One step."""', '"""One step."""\n    x = x.clone()'),
+    ],
+    ids=["constant", "argument", "operator", "statement"],
+)
 def test_a_code_change_changes_a_modules_digest(edit):
     assert fingerprint.code_digest(edit(SOURCE)) != fingerprint.code_digest(SOURCE)
 
@@ -142,7 +166,9 @@ def test_a_code_edit_changes_the_engine_digest_or_only_its_algorithms(tmp_path, 
     cohort.write_text(cohort.read_text().replace("CHUNK_BYTES = 24 * 1024 * 1024", "CHUNK_BYTES = 23 * 1024 * 1024"))
     after_engine = {name: fingerprint.run_code_digest.__wrapped__(name, tmp_path) for name in names()}
     assert all(after_engine[name] != before[name] for name in names())
-    assert fingerprint.fingerprints(tmp_path)[0]["engine"]["pipeline/cohort.py"] != record["engine"]["pipeline/cohort.py"]
+    assert (
+        fingerprint.fingerprints(tmp_path)[0]["engine"]["pipeline/cohort.py"] != record["engine"]["pipeline/cohort.py"]
+    )
     fedprox = tmp_path / "pipeline" / "algorithms" / "fedprox.py"
     fedprox.write_text(fedprox.read_text().replace('HYPERPARAMS = {"mu": 0.01}', 'HYPERPARAMS = {"mu": 0.02}'))
     after_fedprox = {name: fingerprint.run_code_digest.__wrapped__(name, tmp_path) for name in names()}
@@ -158,8 +184,9 @@ def test_output_code_changes_engine_json_but_not_the_engine_digest(tmp_path, mon
     outputs.write_text(outputs.read_text().replace("indent=4", "indent=2"))
     changed = fingerprint.fingerprints(tmp_path)[0]
     assert changed["sha256"] != record["sha256"] and changed["engine_sha256"] == record["engine_sha256"]
-    assert fingerprint.run_code_digest.__wrapped__("fedavg", tmp_path) == \
-        fingerprint.run_code_digest.__wrapped__("fedavg", REPO)
+    assert fingerprint.run_code_digest.__wrapped__("fedavg", tmp_path) == fingerprint.run_code_digest.__wrapped__(
+        "fedavg", REPO
+    )
 
 
 def test_the_stage_writes_each_modules_digest_of_its_code(tmp_path, monkeypatch):

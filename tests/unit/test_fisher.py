@@ -1,6 +1,7 @@
 """diagonal_fisher is the mean of per-sample squared gradients of the log-likelihood (EWC's diagonal
 Fisher), on both of its code paths (the MLP shortcut and the vmap one), with true or sampled labels,
 and is not the square of the mini-batch gradient."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,12 @@ def build(name: str, shape, seed=0):
         if name == "mlp":
             model = models.mlp(shape, CLASSES, [7, 5])
         elif name == "tanh_cnn":
-            model = torch.nn.Sequential(torch.nn.Conv2d(shape[2], 3, 3, padding=1), torch.nn.Tanh(),
-                                        torch.nn.Flatten(), torch.nn.Linear(3 * shape[0] * shape[1], CLASSES))
+            model = torch.nn.Sequential(
+                torch.nn.Conv2d(shape[2], 3, 3, padding=1),
+                torch.nn.Tanh(),
+                torch.nn.Flatten(),
+                torch.nn.Linear(3 * shape[0] * shape[1], CLASSES),
+            )
         else:
             model = models.MODELS[name](shape, CLASSES)
     # float64: in float32 a ReLU input within rounding of 0 can switch sides between the batched and the
@@ -46,7 +51,7 @@ def loop_fisher(model, x, y) -> dict:
     total = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
     for i in range(len(x)):
         model.zero_grad()
-        F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        F.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
         for name, p in model.named_parameters():
             total[name] += p.grad.detach() ** 2
     model.train()
@@ -157,9 +162,9 @@ def test_batchnorm_model_fisher_uses_running_statistics_and_differentiates_param
 
 def test_fedcurv_round_on_a_batchnorm_model():
     """The upload's Fisher on a BatchNorm model (it used to differentiate the buffers and fail)."""
-    import synthetic
-    from support.algorithms import fedcurv
     from pipeline.rounds import initial_state, run_round
+    from support import synthetic
+    from support.algorithms import fedcurv
 
     data = synthetic.make_data([6, 9], shape=(8, 8, 1), classes=CLASSES)
     model = models.build_model("cnn_fedavg_bn", (8, 8, 1), CLASSES, 0)

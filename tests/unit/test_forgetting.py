@@ -1,6 +1,7 @@
 """The forgetting measurements against hand-worked numbers: local client forgetting (TCE), forgettable
 examples (FedWAvg), example-forgetting events (Toneva et al.), the accuracy summary, and the probe
 files and plots (NaN round trip, PNG output, no temporary files left behind)."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,21 @@ import math
 import pytest
 import torch
 
-from pipeline.forgetting import (accuracy_spread, forgettable_counts, local_client_forgetting, new_presentation_record,
-                                 presentation_summary, record_presentations)
-from pipeline.probe_files import (plot_forgettable_curves, plot_forgetting_heatmaps, read_probe, tick_positions,
-                                  write_probe)
-
+from pipeline.forgetting import (
+    accuracy_spread,
+    forgettable_counts,
+    local_client_forgetting,
+    new_presentation_record,
+    presentation_summary,
+    record_presentations,
+)
+from pipeline.probe_files import (
+    plot_forgettable_curves,
+    plot_forgetting_heatmaps,
+    read_probe,
+    tick_positions,
+    write_probe,
+)
 from support.helpers import PNG_SIGNATURE
 from support.oracles import forgetting_events
 
@@ -40,14 +51,10 @@ def test_local_client_forgetting_two_clients_by_hand():
 
 
 def test_local_client_forgetting_three_clients_by_hand():
-    post = t64([[0.5, 0.7, 0.1],
-                [0.2, 0.6, 0.9],
-                [0.3, 0.3, 0.8]])
+    post = t64([[0.5, 0.7, 0.1], [0.2, 0.6, 0.9], [0.3, 0.3, 0.8]])
     prior = t64([0.4, 0.5, 0.6])
     difference, average = local_client_forgetting(post, prior)
-    close(difference, [[0.1, 0.3, -0.3],
-                       [-0.3, 0.1, 0.4],
-                       [-0.3, -0.3, 0.2]])
+    close(difference, [[0.1, 0.3, -0.3], [-0.3, 0.1, 0.4], [-0.3, -0.3, 0.2]])
     # (0.3 - 0.3)/2, (-0.3 + 0.4)/2, (-0.3 - 0.3)/2; with the diagonal included they would be
     # 0.1/3, 0.2/3 and -0.4/3, and averaged over columns instead of rows -0.5/2, 0.0, 0.1/2.
     close(average, [0.0, 0.05, -0.3])
@@ -79,12 +86,9 @@ def test_local_client_forgetting_rejects_bad_shapes():
 
 
 def test_forgettable_counts_by_hand_with_padding():
-    local = torch.tensor([[T, T, F_, T],
-                          [T, F_, T, T]])
-    glob = torch.tensor([[F_, T, T, F_],
-                         [F_, F_, F_, F_]])
-    valid = torch.tensor([[T, T, T, T],
-                          [T, T, F_, F_]])
+    local = torch.tensor([[T, T, F_, T], [T, F_, T, T]])
+    glob = torch.tensor([[F_, T, T, F_], [F_, F_, F_, F_]])
+    valid = torch.tensor([[T, T, T, T], [T, T, F_, F_]])
     # Client 0: example 0 and 3 (local right, global wrong); 1 kept; 2 learned by the global model.
     # Client 1: only example 0; examples 2 and 3 would count too but are padding.
     counts = forgettable_counts(local, glob, valid)
@@ -107,12 +111,14 @@ def test_forgettable_counts_rejects_mismatched_or_non_bool():
 def test_the_dense_oracle_counts_the_by_hand_events():
     # tests/oracles.py's count over every presentation, which other tests compare the engine's with.
     # One column per example, one row per presentation.
-    columns = [[1, 0, 1, 0],   # forgotten twice
-               [0, 0, 1, 1],   # learned, never forgotten
-               [1, 1, 0, 0],   # forgotten once
-               [0, 1, 0, 1],   # wrong first (no event), then forgotten once
-               [0, 0, 0, 0],   # never learned: no event
-               [1, 1, 1, 1]]   # never forgotten
+    columns = [
+        [1, 0, 1, 0],  # forgotten twice
+        [0, 0, 1, 1],  # learned, never forgotten
+        [1, 1, 0, 0],  # forgotten once
+        [0, 1, 0, 1],  # wrong first (no event), then forgotten once
+        [0, 0, 0, 0],  # never learned: no event
+        [1, 1, 1, 1],
+    ]  # never forgotten
     correct = torch.tensor(columns, dtype=torch.bool).T
     events = forgetting_events(correct)
     assert events.dtype == torch.long
@@ -142,15 +148,23 @@ def test_streamed_presentations_give_the_by_hand_events_across_rounds_and_paddin
     second = record_presentations(record, positions[7:], correct[7:])
     assert first + second == 4
     assert record["forgets"].tolist() == [2, 0, 1, 1, 0, 0]
-    assert presentation_summary({0: record}) == {"forgetting_events": 4, "forgotten_examples": 3,
-                                                 "unforgettable_examples": 2, "never_learned_examples": 1}
+    assert presentation_summary({0: record}) == {
+        "forgetting_events": 4,
+        "forgotten_examples": 3,
+        "unforgettable_examples": 2,
+        "never_learned_examples": 1,
+    }
 
 
 def test_presentation_summary_counts_unpresented_examples_as_never_learned():
     record = new_presentation_record(3)
     record_presentations(record, torch.tensor([[0, -1]]), torch.tensor([[True, False]]))
-    assert presentation_summary({4: record}) == {"forgetting_events": 0, "forgotten_examples": 0,
-                                                 "unforgettable_examples": 1, "never_learned_examples": 2}
+    assert presentation_summary({4: record}) == {
+        "forgetting_events": 0,
+        "forgotten_examples": 0,
+        "unforgettable_examples": 1,
+        "never_learned_examples": 2,
+    }
 
 
 # --- accuracy summary --------------------------------------------------------------------------------
@@ -183,8 +197,9 @@ def test_probe_round_trip_with_nan(tmp_path):
     post, prior = t64([[0.7]]), t64([0.5])
     difference, average = local_client_forgetting(post, prior)
     path = tmp_path / "probe.json"
-    write_probe(path, {"round": 3, "clients": [7], "post": post, "prior": prior,
-                       "difference": difference, "F": average})
+    write_probe(
+        path, {"round": 3, "clients": [7], "post": post, "prior": prior, "difference": difference, "F": average}
+    )
     text = path.read_text()
     assert "NaN" not in text and "null" in text
     json.loads(text)  # strict JSON
@@ -198,6 +213,7 @@ def test_probe_round_trip_with_nan(tmp_path):
 
 def test_read_probe_reports_missing_and_corrupt_files(tmp_path):
     from pipeline.errors import UserError
+
     with pytest.raises(UserError, match="not found"):
         read_probe(tmp_path / "absent.json")
     (tmp_path / "bad.json").write_text("{not json")
@@ -218,8 +234,17 @@ def test_heatmap_png_written(tmp_path, k):
     post, prior = torch.rand(k, k, generator=g, dtype=torch.float64), torch.rand(k, generator=g, dtype=torch.float64)
     difference, average = local_client_forgetting(post, prior)
     probe = tmp_path / "probe.json"
-    write_probe(probe, {"round": 1, "clients": list(range(10, 10 + k)), "post": post, "prior": prior,
-                        "difference": difference, "F": average})
+    write_probe(
+        probe,
+        {
+            "round": 1,
+            "clients": list(range(10, 10 + k)),
+            "post": post,
+            "prior": prior,
+            "difference": difference,
+            "F": average,
+        },
+    )
     png = tmp_path / "heatmaps.png"
     plot_forgetting_heatmaps(png, read_probe(probe), f"round 1, K={k}")
     assert png.read_bytes()[:8] == PNG_SIGNATURE

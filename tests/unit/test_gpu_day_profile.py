@@ -1,6 +1,7 @@
 """The one-GPU-day profile (issue 40): the papers' models and mirror datasets, the headline runs only
 (a run joins by its `gpu_day` block), and `pipeline.plan`'s estimate of it within 24 hours of one GPU at
 the committed device benchmark's rates."""
+
 from __future__ import annotations
 
 import copy
@@ -16,7 +17,7 @@ from pipeline.config import check_params, derive_grid, load_checked_params
 from pipeline.runs import expand_templates, resolve_run
 
 REPO = Path(__file__).resolve().parents[2]
-MIRROR_DATASETS = {"mnist", "fashion_mnist", "cifar10"}  # what ../shared/datasets holds
+MIRROR_DATASETS = {"mnist", "fashion_mnist", "cifar10", "cifar100", "femnist"}  # what ../shared/datasets holds
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +64,25 @@ def test_a_gpu_day_block_that_moves_the_rounds_before_a_probe_is_one_line_naming
     raw = expand_templates(copy.deepcopy(params))
     raw["runs"]["tce_cifar10_tce_gn"]["gpu_day"] = {"rounds": 100}
     problems = check_params(raw)
-    assert problems == ["runs.tce_cifar10_tce_gn.probe_rounds: [2000, 2800, 4000] after the last round (100); "
-                        "expected rounds in [1, 100] (with the gpu_day profile's rounds)"]
+    assert problems == [
+        "runs.tce_cifar10_tce_gn.probe_rounds: [2000, 2800, 4000] after the last round (100); "
+        "expected rounds in [1, 100] (with the gpu_day profile's rounds)"
+    ]
     raw["runs"]["tce_cifar10_tce_gn"]["gpu_day"] = {"roundz": 100}
-    assert any(p.startswith("runs.tce_cifar10_tce_gn.gpu_day.roundz: unknown key; did you mean 'rounds'")
-               for p in check_params(raw))
+    assert any(
+        p.startswith("runs.tce_cifar10_tce_gn.gpu_day.roundz: unknown key; did you mean 'rounds'")
+        for p in check_params(raw)
+    )
 
 
 def test_plan_puts_the_gpu_day_profile_within_24_hours_of_one_gpu_and_names_its_rates():
-    result = subprocess.run([sys.executable, "-m", "pipeline.plan", "--profile", "gpu_day"], cwd=REPO,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.plan", "--profile", "gpu_day"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     total = result.stdout.splitlines()[-1]
     hours = float(re.search(r"GPU ([0-9.]+) h", total).group(1))
     assert 0 < hours <= 24, total

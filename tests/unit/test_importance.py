@@ -1,5 +1,6 @@
 """Importance From Agent: the aggregation of eq. 2, the EWC term of eq. 3, the smoothing of eq. 4,
 the ablation settings, and RWalk's path score on a quadratic computed by hand."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,12 +8,11 @@ import torch
 
 from pipeline import models
 from pipeline.algorithms import check_algorithm
-from support.algorithms import fedavg, fedprox, importance
-from pipeline.path_score import PathScore
 from pipeline.cohort import add_penalty_gradient
 from pipeline.optimizers import SGD
+from pipeline.path_score import PathScore
 from pipeline.rounds import run_round, server_state
-
+from support.algorithms import fedavg, fedprox, importance
 from support.synthetic import CLASSES, SHAPE, make_data, run_settings
 
 SHAPES = {"0.weight": (3, 4), "0.bias": (3,), "2.weight": (2, 3)}
@@ -82,8 +82,9 @@ def test_a_clients_overall_fisher_scale_does_not_change_the_weights():
     g = torch.Generator().manual_seed(2)
     fishers = [random_tree(g, nonnegative=True) for _ in range(3)]
     scaled = [fishers[0], {n: 1000.0 * v for n, v in fishers[1].items()}, fishers[2]]
-    for w, w_scaled in zip(importance.importance_weights(fishers, [1 / 3] * 3),
-                           importance.importance_weights(scaled, [1 / 3] * 3)):
+    for w, w_scaled in zip(
+        importance.importance_weights(fishers, [1 / 3] * 3), importance.importance_weights(scaled, [1 / 3] * 3)
+    ):
         for name in SHAPES:
             torch.testing.assert_close(w[name], w_scaled[name])
 
@@ -180,8 +181,9 @@ def test_ewc_penalty_and_its_gradient_are_half_lambda_fisher_weighted_squared_di
     assert float(importance.penalty(theta, shared, {}, settings_hp)) == pytest.approx(float(expected))
     leaves = {n: v.clone().requires_grad_(True) for n, v in theta.items()}
     autograd = torch.autograd.grad(importance.penalty(leaves, shared, {}, settings_hp), list(leaves.values()))
-    closed = add_penalty_gradient({n: torch.zeros_like(v) for n, v in theta.items()},
-                                  importance.penalty_affine(shared, {}, settings_hp), theta)
+    closed = add_penalty_gradient(
+        {n: torch.zeros_like(v) for n, v in theta.items()}, importance.penalty_affine(shared, {}, settings_hp), theta
+    )
     for (name, _), auto in zip(leaves.items(), autograd):
         torch.testing.assert_close(closed[name], auto)
 
@@ -189,8 +191,7 @@ def test_ewc_penalty_and_its_gradient_are_half_lambda_fisher_weighted_squared_di
 def test_l2_variant_is_fedprox_with_mu_equal_to_lambda():
     data = make_data([5, 7, 6, 4], seed=9)
     run_settings = settings(client_fraction=0.5)
-    l2 = run_rounds(importance, hp(**{"lambda": 0.3, "penalty": "l2", "aggregation": "samples"}), 2, data,
-                    run_settings)
+    l2 = run_rounds(importance, hp(**{"lambda": 0.3, "penalty": "l2", "aggregation": "samples"}), 2, data, run_settings)
     prox = run_rounds(fedprox, {"mu": 0.3}, 2, data, run_settings)
     for name, value in prox["params"].items():
         torch.testing.assert_close(l2["params"][name], value, atol=1e-7, rtol=0)
@@ -250,7 +251,7 @@ def test_rwalk_path_score_on_a_quadratic_equals_the_hand_computation():
     for _ in range(3):
         grad = {"θ": 2.0 * params["θ"]}
         path.update(grad, sgd.step(params, grad, {}, torch.tensor(True), keep_steps=True), torch.tensor(True))
-    assert float(params["θ"]) == pytest.approx(0.8 ** 3, rel=1e-12)
+    assert float(params["θ"]) == pytest.approx(0.8**3, rel=1e-12)
     assert float(path.score["θ"]) == pytest.approx(expected, rel=1e-12)
 
 
@@ -286,14 +287,17 @@ def test_rwalk_runs_end_to_end_and_differs_from_fisher_importance():
 # ---------------------------------------------------------------- settings
 
 
-@pytest.mark.parametrize("settings_, message", [
-    ({"name": "importance", "penalty": "ewc2"}, "runs.x.algorithm.penalty: 'ewc2' is not allowed"),
-    ({"name": "importance", "aggregation": "fisher"}, "runs.x.algorithm.aggregation: 'fisher' is not allowed"),
-    ({"name": "importance", "gamma": 1.5}, "runs.x.algorithm.gamma: 1.5 is not allowed"),
-    ({"name": "importance", "lambda": "1e5"}, "runs.x.algorithm.lambda: '1e5' is not allowed"),
-    ({"name": "importance", "importance": "si"}, "runs.x.algorithm.importance: 'si' is not allowed"),
-    ({"name": "importance", "gama": 0.9}, "runs.x.algorithm.gama: unknown key; did you mean 'gamma'?"),
-])
+@pytest.mark.parametrize(
+    "settings_, message",
+    [
+        ({"name": "importance", "penalty": "ewc2"}, "runs.x.algorithm.penalty: 'ewc2' is not allowed"),
+        ({"name": "importance", "aggregation": "fisher"}, "runs.x.algorithm.aggregation: 'fisher' is not allowed"),
+        ({"name": "importance", "gamma": 1.5}, "runs.x.algorithm.gamma: 1.5 is not allowed"),
+        ({"name": "importance", "lambda": "1e5"}, "runs.x.algorithm.lambda: '1e5' is not allowed"),
+        ({"name": "importance", "importance": "si"}, "runs.x.algorithm.importance: 'si' is not allowed"),
+        ({"name": "importance", "gama": 0.9}, "runs.x.algorithm.gama: unknown key; did you mean 'gamma'?"),
+    ],
+)
 def test_bad_importance_settings_are_named(settings_, message):
     problems = check_algorithm("runs.x.algorithm", settings_)
     assert len(problems) == 1 and problems[0].startswith(message), problems

@@ -1,5 +1,6 @@
 """The cohort optimisers (pipeline/optimizers.py) against torch.optim run client by client: stacked and
 unstacked, with clients skipping steps or finishing early, which must leave them exactly unchanged."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,12 +15,16 @@ CLIENTS = 3
 STEPS = 6
 SHAPES = {"weight": (4, 5), "bias": (4,)}
 # active[s, c]: client 1 skips steps 2 and 5, client 2 stops after step 3 (steps numbered from 1)
-SCHEDULE = torch.tensor([[True, True, True],
-                         [True, False, True],
-                         [True, True, True],
-                         [True, True, False],
-                         [True, False, False],
-                         [True, True, False]])
+SCHEDULE = torch.tensor(
+    [
+        [True, True, True],
+        [True, False, True],
+        [True, True, True],
+        [True, True, False],
+        [True, False, False],
+        [True, True, False],
+    ]
+)
 
 
 def random_params(leading=(CLIENTS,), seed=0) -> dict:
@@ -70,7 +75,8 @@ def test_stacked_sgd_matches_torch_per_client():
     params, state = run_cohort(ours, initial, grads, SCHEDULE)
     for client in range(CLIENTS):
         expected, reference = torch_reference(
-            lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=1e-3), initial, grads, SCHEDULE, client)
+            lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=1e-3), initial, grads, SCHEDULE, client
+        )
         for index, name in enumerate(SHAPES):
             torch.testing.assert_close(params[name][client], expected[name], atol=1e-6, rtol=0)
             buffer = reference.state[reference.param_groups[0]["params"][index]]["momentum_buffer"]
@@ -86,7 +92,11 @@ def test_stacked_adam_matches_torch_per_client():
     for client in range(CLIENTS):
         expected, reference = torch_reference(
             lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2),
-            initial, grads, SCHEDULE, client)
+            initial,
+            grads,
+            SCHEDULE,
+            client,
+        )
         for index, name in enumerate(SHAPES):
             torch.testing.assert_close(params[name][client], expected[name], atol=1e-6, rtol=0)
             moments = reference.state[reference.param_groups[0]["params"][index]]
@@ -109,11 +119,15 @@ def test_finished_client_is_left_exactly_unchanged():
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_single_unstacked_client_matches_torch(kind):
     if kind == "sgd":
-        ours, make = SGD(lr=0.05, momentum=0.9, weight_decay=1e-3), \
-            lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3)
+        ours, make = (
+            SGD(lr=0.05, momentum=0.9, weight_decay=1e-3),
+            lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3),
+        )
     else:
-        ours, make = Adam(lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2), \
-            lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2)
+        ours, make = (
+            Adam(lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2),
+            lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2),
+        )
     schedule = torch.ones(STEPS, 1, dtype=torch.bool)
     initial, stacked_grads = random_params(leading=(1,)), random_grads(schedule)
     expected, _ = torch_reference(make, initial, stacked_grads, schedule, client=0)
@@ -125,13 +139,17 @@ def test_single_unstacked_client_matches_torch(kind):
         torch.testing.assert_close(params[name], expected[name], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("optimizer", [SGD(lr=0.1), SGD(lr=0.1, momentum=0.9, weight_decay=1e-3),
-                                       Adam(lr=0.01, betas=(0.9, 0.99), weight_decay=1e-2)])
+@pytest.mark.parametrize(
+    "optimizer",
+    [SGD(lr=0.1), SGD(lr=0.1, momentum=0.9, weight_decay=1e-3), Adam(lr=0.01, betas=(0.9, 0.99), weight_decay=1e-2)],
+)
 def test_keep_steps_is_the_change_in_params(optimizer):
     params, state = random_params(), {}
     for step_grads, active in zip(random_grads(SCHEDULE), SCHEDULE):
-        shadow, shadow_state = clone(params), {k: clone(v) if isinstance(v, dict) else v.clone()
-                                               for k, v in state.items()}
+        shadow, shadow_state = (
+            clone(params),
+            {k: clone(v) if isinstance(v, dict) else v.clone() for k, v in state.items()},
+        )
         before = clone(params)
         steps = optimizer.step(params, step_grads, state, active, keep_steps=True)
         assert optimizer.step(shadow, step_grads, shadow_state, active) == {}
@@ -151,8 +169,12 @@ def test_all_active_fast_path_equals_masked_path(momentum):
     everyone = torch.ones(STEPS, CLIENTS, dtype=torch.bool)
     with_idle = torch.cat([everyone, torch.zeros(STEPS, 1, dtype=torch.bool)], dim=1)
     initial, grads = random_params(leading=(CLIENTS + 1,)), random_grads(with_idle)
-    fast, _ = run_cohort(optimizer, {n: v[:CLIENTS] for n, v in initial.items()},
-                         [{n: g[:CLIENTS] for n, g in step.items()} for step in grads], everyone)
+    fast, _ = run_cohort(
+        optimizer,
+        {n: v[:CLIENTS] for n, v in initial.items()},
+        [{n: g[:CLIENTS] for n, g in step.items()} for step in grads],
+        everyone,
+    )
     masked, _ = run_cohort(optimizer, initial, grads, with_idle)
     for name in SHAPES:
         assert not torch.equal(fast[name], initial[name][:CLIENTS])
@@ -161,22 +183,42 @@ def test_all_active_fast_path_equals_masked_path(momentum):
 
 
 def test_build_optimizer():
-    sgd = build_optimizer(build(OptimizerSettings, {"optimizer": "sgd", "lr": 0.05, "momentum": 0.5,
-                                                           "weight_decay": 1e-4, "betas": [0.8, 0.9], "eps": 1e-6}))
+    sgd = build_optimizer(
+        build(
+            OptimizerSettings,
+            {"optimizer": "sgd", "lr": 0.05, "momentum": 0.5, "weight_decay": 1e-4, "betas": [0.8, 0.9], "eps": 1e-6},
+        )
+    )
     assert sgd == SGD(lr=0.05, momentum=0.5, weight_decay=1e-4)
-    adam = build_optimizer(build(OptimizerSettings, {"optimizer": "adam", "lr": 0.001, "momentum": 0.0,
-                                                            "weight_decay": 1e-2, "betas": [0.8, 0.95], "eps": 1e-6}))
+    adam = build_optimizer(
+        build(
+            OptimizerSettings,
+            {
+                "optimizer": "adam",
+                "lr": 0.001,
+                "momentum": 0.0,
+                "weight_decay": 1e-2,
+                "betas": [0.8, 0.95],
+                "eps": 1e-6,
+            },
+        )
+    )
     assert adam == Adam(lr=0.001, betas=(0.8, 0.95), eps=1e-6, weight_decay=1e-2)
     assert isinstance(adam.betas, tuple)
     with pytest.raises(ValueError, match="rmsprop"):
-        build_optimizer(OptimizerSettings("rmsprop", lr=0.1, momentum=0.0, weight_decay=0.0, betas=(0.9, 0.999),
-                                          eps=1e-8))
+        build_optimizer(
+            OptimizerSettings("rmsprop", lr=0.1, momentum=0.0, weight_decay=0.0, betas=(0.9, 0.999), eps=1e-8)
+        )
 
 
 # ---------------------------------------------------------------- FEDFORGET_FOREACH: multi-tensor steps
 
-FOREACH_CASES = [SGD(lr=0.1), SGD(lr=0.1, momentum=0.9, weight_decay=1e-3),
-                 Adam(lr=0.01, betas=(0.9, 0.99), weight_decay=1e-2), Adam(lr=0.001)]
+FOREACH_CASES = [
+    SGD(lr=0.1),
+    SGD(lr=0.1, momentum=0.9, weight_decay=1e-3),
+    Adam(lr=0.01, betas=(0.9, 0.99), weight_decay=1e-2),
+    Adam(lr=0.001),
+]
 
 
 def with_foreach(optimizer):
@@ -207,11 +249,15 @@ def test_a_foreach_step_of_one_client_is_the_loops_bit_for_bit(optimizer):
 def test_a_foreach_step_of_one_client_matches_torch_optim(kind):
     # an independent check: torch.optim's own (single-tensor) implementation
     if kind == "sgd":
-        ours, make = SGD(lr=0.05, momentum=0.9, weight_decay=1e-3, foreach=True), \
-            lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3, foreach=False)
+        ours, make = (
+            SGD(lr=0.05, momentum=0.9, weight_decay=1e-3, foreach=True),
+            lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-3, foreach=False),
+        )
     else:
-        ours, make = Adam(lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2, foreach=True), \
-            lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2, foreach=False)
+        ours, make = (
+            Adam(lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2, foreach=True),
+            lambda p: torch.optim.Adam(p, lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=1e-2, foreach=False),
+        )
     schedule = torch.ones(STEPS, 1, dtype=torch.bool)
     initial, stacked_grads = random_params(leading=(1,)), random_grads(schedule)
     expected, _ = torch_reference(make, initial, stacked_grads, schedule, client=0)

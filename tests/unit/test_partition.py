@@ -1,4 +1,5 @@
 """The partitioners' defining properties, the partition files and their round trip, on tiny labels."""
+
 from __future__ import annotations
 
 import itertools
@@ -95,7 +96,7 @@ def test_shards_sorted_cut_gives_contiguous_label_sorted_blocks():
     # Consecutive cut: block i holds exactly the labels of window i of the sorted labels.
     sorted_labels = np.sort(labels)
     for i, block in enumerate(blocks):
-        np.testing.assert_array_equal(np.sort(labels[block]), sorted_labels[i * size:(i + 1) * size])
+        np.testing.assert_array_equal(np.sort(labels[block]), sorted_labels[i * size : (i + 1) * size])
 
 
 def test_shards_sorted_cut_clients_are_unions_of_sorted_windows():
@@ -103,12 +104,13 @@ def test_shards_sorted_cut_clients_are_unions_of_sorted_windows():
     size, per_client, clients = 10, 2, 5  # all 10 blocks dealt out, including the straddling ones
     parts = P.partition_shards(labels, clients, per_client, size, rng(), cut="sorted")
     sorted_labels = np.sort(labels)
-    windows = [np.bincount(sorted_labels[i * size:(i + 1) * size], minlength=3) for i in range(10)]
+    windows = [np.bincount(sorted_labels[i * size : (i + 1) * size], minlength=3) for i in range(10)]
     for part in parts:
         assert len(part) == per_client * size
         counts = class_counts(labels, part, 3)
-        assert any(np.array_equal(windows[i] + windows[j], counts)
-                   for i, j in itertools.combinations(range(10), 2)), counts
+        assert any(np.array_equal(windows[i] + windows[j], counts) for i, j in itertools.combinations(range(10), 2)), (
+            counts
+        )
     assert_pairwise_disjoint(parts)
     # Unlike the one-label cut, blocks straddle labels (25 and 65 are not multiples of 10).
     assert any(np.any(class_counts(labels, p, 3) % size) for p in parts)
@@ -273,8 +275,13 @@ def test_unknown_scheme_raises():
 SCHEMES = {
     "iid": {"scheme": "iid", "clients": 6},
     "shards": {"scheme": "shards", "clients": 6, "shards_per_client": 2},
-    "shards_sorted": {"scheme": "shards", "clients": 6, "shards_per_client": 2, "shard_size": 40,
-                      "shard_cut": "sorted"},
+    "shards_sorted": {
+        "scheme": "shards",
+        "clients": 6,
+        "shards_per_client": 2,
+        "shard_size": 40,
+        "shard_cut": "sorted",
+    },
     "dirichlet": {"scheme": "dirichlet", "clients": 6, "alpha": 0.5, "equal_size": True},
     "dirichlet_unequal": {"scheme": "dirichlet", "clients": 6, "alpha": 0.5},
     "clusters": {"scheme": "clusters", "cluster_sizes": [2, 3], "samples_per_client": 50},
@@ -304,11 +311,19 @@ def written(root, name: str, file: str):
 
 
 def write_example(root, labels, name="tiny", seed=3, prepared_sha="ab" * 32):
-    settings = {"dataset": "mnist", "scheme": "dirichlet", "clients": 12, "alpha": 0.3, "equal_size": True,
-                "val_fraction": 0.1, "seed": seed}
+    settings = {
+        "dataset": "mnist",
+        "scheme": "dirichlet",
+        "clients": 12,
+        "alpha": 0.3,
+        "equal_size": True,
+        "val_fraction": 0.1,
+        "seed": seed,
+    }
     result = P.make_partition(settings, labels)
-    partition.write_partition(name, settings, result, labels, 10, prepared_sha, root / PARTITIONS_DIR / name,
-                      root / PARTITION_RECORDS / name)
+    partition.write_partition(
+        name, settings, result, labels, 10, prepared_sha, root / PARTITIONS_DIR / name, root / PARTITION_RECORDS / name
+    )
     return result
 
 
@@ -324,8 +339,10 @@ def test_write_partition_twice_gives_byte_identical_files(tmp_path):
         assert sorted(p.name for p in (tmp_path / "a" / folder).iterdir()) == ["tiny"]
     # The comparison can fail: another seed changes the files.
     write_example(tmp_path / "c", labels, seed=4)
-    assert written(tmp_path / "c", "tiny", "clients.npz").read_bytes() != \
-        written(tmp_path / "a", "tiny", "clients.npz").read_bytes()
+    assert (
+        written(tmp_path / "c", "tiny", "clients.npz").read_bytes()
+        != written(tmp_path / "a", "tiny", "clients.npz").read_bytes()
+    )
 
 
 def test_written_label_counts_and_meta_describe_the_clients(tmp_path):

@@ -1,5 +1,6 @@
 """pipeline/partition_sizes.py: the sizes `config --check` computes before any data exists agree with what
 the real partitioner builds, at the boundaries where a partition stops being buildable."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,15 @@ import numpy as np
 import pytest
 
 from pipeline.config import load_params
+from pipeline.partition_sizes import (
+    TRAIN_CLASS_COUNTS,
+    TrainingSplit,
+    dropped_samples_warning,
+    large_batch_warning,
+    partition_sizes,
+    training_split,
+)
 from pipeline.partitioners import PartitionError, make_partition
-from pipeline.partition_sizes import (TRAIN_CLASS_COUNTS, TrainingSplit, dropped_samples_warning,
-                                      large_batch_warning, partition_sizes, training_split)
 
 REPO = Path(__file__).resolve().parents[2]
 COUNTS = (59, 67, 60, 61, 58, 54, 59, 63, 59, 59)  # MNIST's class counts / 100: uneven, 599 samples
@@ -46,10 +53,12 @@ def mnist_like(scheme: str, **settings) -> dict:
 
 # Each case sits on one side of a boundary; its neighbour in the list on the other.
 BOUNDARY_CASES = [
-    mnist_like("iid", clients=N), mnist_like("iid", clients=N + 1),
+    mnist_like("iid", clients=N),
+    mnist_like("iid", clients=N + 1),
     mnist_like("iid", clients=7, val_fraction=0.9),
     # one sample each: round(0.5) is 0 (kept), round(0.9) is 1 (nothing left to train on)
-    mnist_like("iid", clients=N, val_fraction=0.5), mnist_like("iid", clients=N, val_fraction=0.9),
+    mnist_like("iid", clients=N, val_fraction=0.5),
+    mnist_like("iid", clients=N, val_fraction=0.9),
     mnist_like("iid", clients=N // 2, val_fraction=0.5),
     mnist_like("shards", clients=10, shards_per_client=2),  # the largest one-label block size
     mnist_like("shards", clients=12, shards_per_client=2, shard_size=20),  # all 24 one-label blocks of 20
@@ -90,8 +99,14 @@ def test_the_boundary_cases_cover_both_sides():
     outcomes = [computed(s, TrainingSplit(N, 10, COUNTS)) for s in BOUNDARY_CASES]
     refused = [o for o in outcomes if isinstance(o, str)]
     assert 8 <= len(refused) <= len(outcomes) - 8, refused
-    for key in ("clients:", "shard_size:", "val_fraction:", "classes_per_cluster:", "samples_per_client:",
-                "cluster_classes:"):
+    for key in (
+        "clients:",
+        "shard_size:",
+        "val_fraction:",
+        "classes_per_cluster:",
+        "samples_per_client:",
+        "cluster_classes:",
+    ):
         assert any(o.startswith(key) for o in refused), key
 
 
@@ -102,10 +117,16 @@ def test_with_a_subset_the_check_refuses_only_what_surely_fails(mix):
     rng = np.random.default_rng(mix)
     labels = rng.integers(0, 10, size=120) if mix % 2 else np.repeat(np.arange(10), rng.multinomial(120, [0.1] * 10))
     split = TrainingSplit(len(labels), 10, None)
-    cases = [mnist_like("shards", clients=c, shards_per_client=2, shard_size=s, shard_cut=cut)
-             for c in (5, 6, 7, 12, 61) for s in (None, 5, 10) for cut in ("one_label", "sorted")]
-    cases += [mnist_like("clusters", cluster_sizes=[2, 2], classes_per_cluster=2, samples_per_client=k)
-              for k in (5, 12, 30, 31)]
+    cases = [
+        mnist_like("shards", clients=c, shards_per_client=2, shard_size=s, shard_cut=cut)
+        for c in (5, 6, 7, 12, 61)
+        for s in (None, 5, 10)
+        for cut in ("one_label", "sorted")
+    ]
+    cases += [
+        mnist_like("clusters", cluster_sizes=[2, 2], classes_per_cluster=2, samples_per_client=k)
+        for k in (5, 12, 30, 31)
+    ]
     cases += [mnist_like("iid", clients=c, val_fraction=0.5) for c in (40, 60, 61, 120, 121)]
     cases += [mnist_like("dirichlet", clients=c, alpha=0.3) for c in (10, 121)]
     for settings in [{k: v for k, v in s.items() if v is not None} for s in cases]:
@@ -157,14 +178,18 @@ def test_shards_that_leave_data_out_say_how_much():
     sizes = partition_sizes(settings, training_split("mnist", {}))
     assert sizes.dropped == 60000 - 96 * 2 * 100
     line = dropped_samples_warning("partitions.p", settings, 60000, 60000 - sizes.dropped)
-    assert line == ("partitions.p: the shards hold 19200 of dataset mnist's 60000 training samples; 40800 (68.0%) "
-                    "are left out (shard_size and the class counts decide how many)")
+    assert line == (
+        "partitions.p: the shards hold 19200 of dataset mnist's 60000 training samples; 40800 (68.0%) "
+        "are left out (shard_size and the class counts decide how many)"
+    )
     assert dropped_samples_warning("partitions.p", settings, 60000, 60000) is None
     assert dropped_samples_warning("partitions.p", mnist_like("iid", clients=7), 60000, 59997) is None
 
 
 def test_a_batch_above_some_clients_data_is_a_warning_naming_them():
     line = large_batch_warning("runs.r.batch_size", 50, "p", (60, 40, 30, 40))
-    assert line == ("runs.r.batch_size: 50 is more than the 30..40 training samples of 3 of the 4 clients of "
-                    "partition p; those train full-batch (one step an epoch)")
+    assert line == (
+        "runs.r.batch_size: 50 is more than the 30..40 training samples of 3 of the 4 clients of "
+        "partition p; those train full-batch (one step an epoch)"
+    )
     assert large_batch_warning("runs.r.batch_size", 30, "p", (60, 40, 30, 40)) is None

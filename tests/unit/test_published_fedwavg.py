@@ -1,6 +1,7 @@
 """The FedWAvg paper's Tables 1-8 in published.yaml against the paper text, value by value. The paper's
 tables are markdown in the text; each is found by its caption (the rows sit above the caption for
 Tables 2 and 6, below it for the others) and read cell by cell."""
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,9 @@ import yaml
 from support.helpers import require_paper
 
 PAPER = Path(__file__).resolve().parents[2].parent / "shared" / "papers" / "004_1de88e81737c713f.txt"
-PUBLISHED = yaml.safe_load((Path(__file__).resolve().parents[2] / "pipeline" / "report" / "published.yaml")
-                           .read_text())["fedwavg"]
+PUBLISHED = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "pipeline" / "report" / "published.yaml").read_text()
+)["fedwavg"]
 
 
 def lines() -> list[str]:
@@ -53,9 +55,16 @@ def test_table1_events_and_increase():
     assert [t1["increase_percent"][d] for d in datasets] == [number(c) for c in rows[1][1:]]
 
 
-@pytest.mark.parametrize("key, caption, above", [
-    ("table2", "Table 2.", True), ("table3", "Table 3.", False), ("table6_fedavg", "Table 6.", True),
-    ("table7_fedprox", "Table 7.", False), ("table8_fedwavg", "Table 8.", False)])
+@pytest.mark.parametrize(
+    "key, caption, above",
+    [
+        ("table2", "Table 2.", True),
+        ("table3", "Table 3.", False),
+        ("table6_fedavg", "Table 6.", True),
+        ("table7_fedprox", "Table 7.", False),
+        ("table8_fedwavg", "Table 8.", False),
+    ],
+)
 def test_forgettable_count_tables(key, caption, above):
     rows = table_near(caption, above)
     printed = {int(row[0]): [int(c) for c in row[1:]] for row in rows}
@@ -66,7 +75,7 @@ def test_forgettable_tables_name_their_clients():
     for key, caption, above in (("table2", "Table 2.", True), ("table3", "Table 3.", False)):
         text = lines()
         at = next(i for i, line in enumerate(text) if line.strip().startswith(caption))
-        window = text[at - 10:at] if above else text[at:at + 4]
+        window = text[at - 10 : at] if above else text[at : at + 4]
         header = next(line for line in window if line.startswith("| Round"))
         assert PUBLISHED[key]["clients"] == [c.strip() for c in header.strip().strip("|").split("|")][1:]
 

@@ -3,6 +3,7 @@
 Table 1's text is garbled (its lr and norm cells sit on the wrong rows), so the reading is checked too:
 every printed lr label and norm must fall in the block and row the reading assigns, and the method
 column must cycle FedAvg, TCE, TCE."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,9 @@ import yaml
 from support.helpers import require_paper
 
 PAPER = Path(__file__).resolve().parents[2].parent / "shared" / "papers" / "002_717454cd1d7d3160.txt"
-PUBLISHED = yaml.safe_load((Path(__file__).resolve().parents[2] / "pipeline" / "report" / "published.yaml")
-                           .read_text())["tce"]
+PUBLISHED = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "pipeline" / "report" / "published.yaml").read_text()
+)["tce"]
 ROWS = ("fedavg_gn", "tce_gn", "tce_bn")
 DATASETS = ("cifar10", "cifar100", "femnist")
 
@@ -28,7 +30,7 @@ def table1_rows() -> list[list[str]]:
     lines = paper_lines()
     header = next(i for i, line in enumerate(lines) if line.startswith("Method\tlr\tnorm"))
     rows = []
-    for line in lines[header + 1:]:
+    for line in lines[header + 1 :]:
         if not line.startswith("FEDAVG"):
             break
         line = re.sub(r"\$\\textbf\{([^}]*)\} \\pm \\textbf\{([^}]*)\}\$", r"\1 ± \2", line)
@@ -71,7 +73,7 @@ def test_table2_matches_the_paper_row_by_row():
     sections = {"CIFAR-10": "cifar10", "CIFAR-100": "cifar100", "FEMNIST": "femnist"}
     seen = 0
     dataset = None
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("Table 2"):
             break
         cells = [c.strip() for c in line.split("\t")]

@@ -5,6 +5,7 @@ numbers that make pairing by seed meaningful (seed s gives every method the same
 Every expected number is worked by hand here (textbook formulas, Cohen's power tables), not by calling
 the code's own formula again.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,13 +15,26 @@ import pytest
 import torch
 from scipy.stats import t as student_t
 
-from support.algorithms import fedavg, fedprox
-from pipeline.report.seeds import (FAILED, HELD, INCONCLUSIVE, PAIRED, WELCH, PerSeed, claim_power, compare, needed_seeds,
-                                   power_line, power_of_t_test, rounds_to_target_moving, seeds_for_power,
-                                   deciding_tests, window_mean)
+from pipeline.report.seeds import (
+    FAILED,
+    HELD,
+    INCONCLUSIVE,
+    PAIRED,
+    WELCH,
+    PerSeed,
+    claim_power,
+    compare,
+    deciding_tests,
+    needed_seeds,
+    power_line,
+    power_of_t_test,
+    rounds_to_target_moving,
+    seeds_for_power,
+    window_mean,
+)
 from pipeline.rounds import initial_state, run_round
-
 from support import synthetic
+from support.algorithms import fedavg, fedprox
 
 # ---------------------------------------------------------------- paired by seed, or Welch
 
@@ -133,6 +147,7 @@ def test_the_moving_mean_never_reaching_or_diverging_has_no_round():
 
 # ---------------------------------------------------------------- a period-2 quantity read over its period
 
+
 def test_a_see_saw_read_over_its_period():
     rounds = [1, 2, 3, 4, 5, 6]
     share = [0.95, 0.40, 0.97, 0.45, 0.99, 0.37]
@@ -146,12 +161,16 @@ def test_a_see_saw_read_over_its_period():
 
 # ---------------------------------------------------------------- the power column
 
-@pytest.mark.parametrize("effect_size, paired, seeds", [
-    (0.5, False, 64),  # Cohen (1988), Table 2.4.1: d = 0.5, two-sided alpha 0.05, power 0.80 -> n = 64 a group
-    (0.8, False, 26),  # the same table, d = 0.8 -> 26
-    (1.0, False, 17),  # d = 1.0 -> 17
-    (0.5, True, 34),   # one sample / paired, dz = 0.5 -> 34 (the standard G*Power result)
-])
+
+@pytest.mark.parametrize(
+    "effect_size, paired, seeds",
+    [
+        (0.5, False, 64),  # Cohen (1988), Table 2.4.1: d = 0.5, two-sided alpha 0.05, power 0.80 -> n = 64 a group
+        (0.8, False, 26),  # the same table, d = 0.8 -> 26
+        (1.0, False, 17),  # d = 1.0 -> 17
+        (0.5, True, 34),  # one sample / paired, dz = 0.5 -> 34 (the standard G*Power result)
+    ],
+)
 def test_seeds_for_power_matches_the_textbook(effect_size, paired, seeds):
     assert seeds_for_power(effect_size, paired) == seeds
     assert power_of_t_test(effect_size, seeds, paired) >= 0.8 > power_of_t_test(effect_size, seeds - 1, paired)
@@ -168,7 +187,11 @@ def test_the_power_line_of_an_undecided_comparison():
     comparison = compare(PerSeed([12.0, 9.0, 13.0], SEEDS), PerSeed([10.0, 10.0, 10.0], SEEDS), "higher")
     assert comparison.status == INCONCLUSIVE and comparison.test == PAIRED
     line = power_line(comparison, "points")
-    assert "+1.33 points" in line and "paired sd 2.08" in line and f"{seeds_for_power(1.3333 / 2.0817, True)} seeds" in line
+    assert (
+        "+1.33 points" in line
+        and "paired sd 2.08" in line
+        and f"{seeds_for_power(1.3333 / 2.0817, True)} seeds" in line
+    )
     against = compare(PerSeed([10.0, 10.0, 10.0], SEEDS), PerSeed([12.0, 9.0, 13.0], SEEDS), "higher")
     assert "as failed" in power_line(against)
     decided = compare(PerSeed(FIRST, SEEDS), PerSeed(SECOND, SEEDS), "higher")
@@ -201,14 +224,13 @@ def test_a_claim_with_a_comparison_against_it_names_the_nearest_failure():
     assert line.startswith("3 comparisons undecided; one separated against the claim fails it, the nearest: ")
     assert line.endswith(power_line(against_near)) and "as failed" in line
     # A claim whose comparisons are not its sides (one decided does not fail it) still names the hardest.
-    assert claim_power([for_claim, against_far, against_near], one_failure_fails=False).endswith(
-        power_line(for_claim))
+    assert claim_power([for_claim, against_far, against_near], one_failure_fails=False).endswith(power_line(for_claim))
     # Every undecided comparison for the claim: all must be decided, so the hardest is named, as before.
-    assert claim_power([for_claim, dataclasses.replace(against_near, effect=2.0)]).endswith(
-        power_line(for_claim))
+    assert claim_power([for_claim, dataclasses.replace(against_near, effect=2.0)]).endswith(power_line(for_claim))
 
 
 # ---------------------------------------------------------------- common random numbers
+
 
 def train(algorithm, hp, rounds=2, seed=3):
     data = synthetic.make_data([5, 9, 3, 11, 7, 6])
@@ -216,6 +238,7 @@ def train(algorithm, hp, rounds=2, seed=3):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         from pipeline import models
+
         model = models.mlp(synthetic.SHAPE, synthetic.CLASSES, [6])
     state = initial_state(model, algorithm, len(data.clients), hp)
     cohorts = []
@@ -254,8 +277,7 @@ import itertools  # noqa: E402
 
 from scipy.stats import mannwhitneyu, rankdata, wilcoxon  # noqa: E402
 
-from pipeline.report.seeds import (MANN_WHITNEY, WILCOXON, rank_seeds_for_power, rank_sum_test,  # noqa: E402
-                                   signed_rank_test)
+from pipeline.report.seeds import MANN_WHITNEY, WILCOXON, rank_seeds_for_power, rank_sum_test, signed_rank_test  # noqa: E402
 
 
 def signed_rank_p_by_enumeration(differences) -> float:
@@ -307,7 +329,7 @@ def test_the_rank_tests_agree_with_enumeration_and_with_scipy_where_it_is_exact(
             assert rank_sum_test(first, second)[0] == pytest.approx(rank_sum_p_by_enumeration(first, second))
         untied = [rng.gauss(0.4, 1) for _ in range(m)]  # no ties: scipy's exact distributions apply
         assert signed_rank_test(untied)[0] == pytest.approx(wilcoxon(untied, method="exact").pvalue)
-        x, y = untied[:max(2, m // 2)], [rng.gauss(0, 1) for _ in range(rng.randint(2, 8))]
+        x, y = untied[: max(2, m // 2)], [rng.gauss(0, 1) for _ in range(rng.randint(2, 8))]
         assert rank_sum_test(x, y)[0] == pytest.approx(mannwhitneyu(x, y, method="exact").pvalue)
     # 4 against 4, every value of one side above the other: 2 of the C(8, 4) = 70 deals, r = 1.
     assert rank_sum_test([5.0, 6, 7, 8], [1.0, 2, 3, 4]) == (pytest.approx(2 / 70), 1.0)
@@ -334,8 +356,11 @@ def test_seeds_marked_worst_rank_below_every_seed_with_a_value():
     open_one = compare(both_missing, second_missing, "higher")
     assert open_one.status == INCONCLUSIVE and open_one.p == pytest.approx(2 / 32)
     # Unpaired (different seeds): Mann-Whitney, the seeds without a value tied at the bottom.
-    mw = compare(PerSeed([0.7, 0.71, 0.72, 0.73], (0, 1, 2, 3), [True] * 4, "higher"),
-                 PerSeed([None, 0.5, None, 0.52], (4, 5, 6, 7), [True] * 4, "higher"), "higher")
+    mw = compare(
+        PerSeed([0.7, 0.71, 0.72, 0.73], (0, 1, 2, 3), [True] * 4, "higher"),
+        PerSeed([None, 0.5, None, 0.52], (4, 5, 6, 7), [True] * 4, "higher"),
+        "higher",
+    )
     assert mw.test == MANN_WHITNEY and mw.status == HELD
     assert mw.p == pytest.approx(rank_sum_p_by_enumeration([4, 5, 6, 7], [0, 1, 0, 1])) == pytest.approx(2 / 70)
 
@@ -357,13 +382,14 @@ def test_a_value_missing_for_another_reason_stays_unknown():
 def test_the_power_of_a_rank_test_by_noethers_formula():
     z = 1.959964 + 0.841621  # z_0.975 + z_0.8
     # Unpaired, P(X > Y) = 0.8 (each y below 4 of the 5 x): n = z^2 / (6 * 0.3^2) = 14.53 -> 15 a side.
-    unpaired = dataclasses.replace(compare([0.0, 1.0], [2.0, 3.0]), test=MANN_WHITNEY,
-                                   scores=((1.0, 1.0, 1.0, 1.0, 0.0), (0.5,) * 5))
-    assert z ** 2 / (6 * 0.09) == pytest.approx(14.53, abs=0.01) and rank_seeds_for_power(unpaired) == 15
+    unpaired = dataclasses.replace(
+        compare([0.0, 1.0], [2.0, 3.0]), test=MANN_WHITNEY, scores=((1.0, 1.0, 1.0, 1.0, 0.0), (0.5,) * 5)
+    )
+    assert z**2 / (6 * 0.09) == pytest.approx(14.53, abs=0.01) and rank_seeds_for_power(unpaired) == 15
     # Paired, differences 1, 1, 1, -1: of the 10 Walsh sums (i <= j) 6 are positive and 3 zero, p' = 0.75;
     # n = z^2 / (3 * 0.25^2) = 41.86 -> 42.
     paired_case = dataclasses.replace(unpaired, test=WILCOXON, scores=((1.0, 1.0, 1.0, -1.0),))
-    assert z ** 2 / (3 * 0.0625) == pytest.approx(41.86, abs=0.01) and rank_seeds_for_power(paired_case) == 42
+    assert z**2 / (3 * 0.0625) == pytest.approx(41.86, abs=0.01) and rank_seeds_for_power(paired_case) == 42
     # Every untied seed one way: the fewest seeds at which the exact test separates unanimous ones (6 paired,
     # 4 a side), scaled up by the share of seeds that tie (2 of 6 tie: 6 / (4/6) = 9).
     unanimous = dataclasses.replace(paired_case, scores=((-1.0, -2.0, -3.0),))
@@ -371,8 +397,9 @@ def test_the_power_of_a_rank_test_by_noethers_formula():
     assert rank_seeds_for_power(dataclasses.replace(paired_case, scores=((0.0, 0.0, -1, -2, -3, -4),))) == 9
     assert rank_seeds_for_power(dataclasses.replace(unpaired, scores=((2.0, 3.0), (0.0, 1.0)))) == 4
     # The power line names the test and the seeds, and says when the seeds point against the claim.
-    three = compare(PerSeed([None, None, None], SEEDS, [True] * 3, "higher"),
-                    PerSeed([1.0, 2.0, 3.0], SEEDS, [True] * 3, "higher"))
+    three = compare(
+        PerSeed([None, None, None], SEEDS, [True] * 3, "higher"), PerSeed([1.0, 2.0, 3.0], SEEDS, [True] * 3, "higher")
+    )
     assert three.status == INCONCLUSIVE and three.p == pytest.approx(0.25)
     line = power_line(three)
     assert "Wilcoxon signed-rank" in line and "6 seeds a side would decide it" in line and "as failed" in line

@@ -1,6 +1,7 @@
 """A run's typed settings (pipeline.settings) are built from its resolved settings without changing what a
 train stage writes (settings.json, the checkpoint key), and every resolved setting reaches the engine
 through exactly the part that reads it."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,21 @@ from pathlib import Path
 import pytest
 
 from pipeline.inputs import settings_hash
-from pipeline.settings import (MODEL_NAMES, MODEL_NORMS, RUN_DEFAULTS, RUN_REQUIRED, DataSettings, ModelSettings,
-                               ProbeSettings, RoundSettings, RunSettings, Schedule, build, run_keys, seed_settings)
+from pipeline.settings import (
+    MODEL_NAMES,
+    MODEL_NORMS,
+    RUN_DEFAULTS,
+    RUN_REQUIRED,
+    DataSettings,
+    ModelSettings,
+    ProbeSettings,
+    RoundSettings,
+    RunSettings,
+    Schedule,
+    build,
+    run_keys,
+    seed_settings,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 RESOLVED = sorted((REPO / "resolved").glob("*.json"))
@@ -67,8 +81,16 @@ def test_the_schema_is_one_list_of_keys_from_which_defaults_and_required_keys_fo
     allows; RUN_DEFAULTS and RUN_REQUIRED are that list read two ways."""
     keys = run_keys()
     assert set(RUN_DEFAULTS) | set(RUN_REQUIRED) == set(keys) and not set(RUN_DEFAULTS) & set(RUN_REQUIRED)
-    assert set(RUN_REQUIRED) == {"partition", "model", "algorithm", "rounds", "client_fraction", "local_epochs",
-                                 "batch_size", "lr"}
+    assert set(RUN_REQUIRED) == {
+        "partition",
+        "model",
+        "algorithm",
+        "rounds",
+        "client_fraction",
+        "local_epochs",
+        "batch_size",
+        "lr",
+    }
     assert RUN_DEFAULTS["checkpoint_every"] == 10 and RUN_DEFAULTS["optimizer"] == "sgd"
     resolved_only = {"dataset", "dataset_options", "seed"}  # filled in by the resolve stage or per seed
     assert not resolved_only & set(keys)
@@ -81,4 +103,3 @@ def test_the_models_and_norms_settings_allow_are_the_ones_models_builds():
     for name, norms in MODEL_NORMS.items():
         for norm in norms:  # each builds
             models.build_model(name, (32, 32, 3), 10, 0, norm)
-

@@ -1,4 +1,5 @@
 """Each converter of pipeline.sources on tiny files written in its source's own on-disk format."""
+
 from __future__ import annotations
 
 import gzip
@@ -12,7 +13,6 @@ import pytest
 
 from pipeline import sources
 from pipeline.sources import SourceError
-
 
 # ------------------------------------------------------------------------------------------------ IDX
 
@@ -203,10 +203,13 @@ def test_load_cifar_rejects_unknown_variant_and_bad_rows(tmp_path):
 def write_svhn_mat(path, images_nhwc, labels):
     import scipy.io
 
-    scipy.io.savemat(path, {
-        "X": np.ascontiguousarray(images_nhwc.transpose(1, 2, 3, 0)),
-        "y": np.asarray(labels, dtype=np.uint8).reshape(-1, 1),
-    })
+    scipy.io.savemat(
+        path,
+        {
+            "X": np.ascontiguousarray(images_nhwc.transpose(1, 2, 3, 0)),
+            "y": np.asarray(labels, dtype=np.uint8).reshape(-1, 1),
+        },
+    )
 
 
 def test_load_svhn_mats_moves_sample_axis_first_and_maps_ten_to_zero(tmp_path):
@@ -254,8 +257,9 @@ def test_femnist_split_inverts_pixels_keeps_their_layout_and_maps_writers():
     assert ids == {"f0000_07": 0, "f0001_33": 1, "f0002_10": 2}
     pixels = [[1.0] * 784, [0.0] * 784]
     pixels[1][3 * 28 + 20] = 1.0  # row 3, column 20 is background in an otherwise inked image
-    x, y, writers = sources.femnist_split(["f0002_10", "f0001_33"], [pixels, [[0.5] * 784, [0.25] * 784]],
-                                          [[0, 61], [35, 9]], ids, "test")
+    x, y, writers = sources.femnist_split(
+        ["f0002_10", "f0001_33"], [pixels, [[0.5] * 784, [0.25] * 784]], [[0, 61], [35, 9]], ids, "test"
+    )
     assert x.shape == (4, 28, 28, 1) and x.dtype == np.uint8
     # 1.0 (white paper) -> 0 (dark background); 0.0 (ink) -> 255; 0.5 -> round(127.5) = 128; 0.25 -> 191.
     np.testing.assert_array_equal(x[:, 0, 0, 0], [0, 255, 128, 191])
@@ -284,8 +288,10 @@ def test_load_femnist_tff_h5(tmp_path):
     ink_at_2_5[2, 5] = 0.0
     folder = tmp_path / "fed_emnist"
     folder.mkdir()
-    write(folder / "fed_emnist_train.h5", {"f0010_01": ([ink_at_2_5, np.zeros((28, 28))], [61, 3]),
-                                           "f0003_02": ([np.ones((28, 28))], [0])})
+    write(
+        folder / "fed_emnist_train.h5",
+        {"f0010_01": ([ink_at_2_5, np.zeros((28, 28))], [61, 3]), "f0003_02": ([np.ones((28, 28))], [0])},
+    )
     write(folder / "fed_emnist_test.h5", {"f0010_01": ([np.ones((28, 28))], [7])})
     result = sources.load_femnist_tff_h5(tmp_path)
     assert result["x_train"].shape == (3, 28, 28, 1)

@@ -1,24 +1,26 @@
 """What the TCE paper adds to the engine: data augmentation keyed by (seed, round, client), the models with
 a `norm` choice (the small CNN and the CIFAR ResNet-18), and evaluation on the clients' validation sets."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from support import synthetic
-from support.oracles import has_batch_norm
 from pipeline import models
-from support.algorithms import fedavg
 from pipeline.clientdata import crop_flip, crop_flip_draws, generator_for
 from pipeline.cohort import AugmentDraws
 from pipeline.rounds import initial_state, run_round
 from pipeline.runs import check_run
+from support import synthetic
+from support.algorithms import fedavg
+from support.oracles import has_batch_norm
 
 IMAGE = (8, 8, 3)
 CLASSES = 4
 
 
 # ---------------------------------------------------------------- random crop + flip
+
 
 def test_crop_flip_by_hand_on_a_two_by_two_image():
     image = torch.tensor([[1.0, 2.0], [3.0, 4.0]]).view(1, 1, 2, 2)
@@ -42,7 +44,7 @@ def test_crop_flip_matches_a_per_image_pad_slice_flip_loop():
         padded = fill.view(3, 1, 1).repeat(1, 7 + 4, 9 + 4)
         padded[:, 2:9, 2:11] = images[n]
         row, col, flip = draws[n].tolist()
-        expected = padded[:, row:row + 7, col:col + 9]
+        expected = padded[:, row : row + 7, col : col + 9]
         if flip:
             expected = expected.flip(-1)
         assert torch.equal(got[n], expected), n
@@ -70,10 +72,13 @@ def test_black_pixel_is_the_padding_fill():
 
 # ---------------------------------------------------------------- a round with augmentation and a norm
 
+
 def one_round(model_name, norm, vectorized, max_chunk=None, **overrides):
     data = synthetic.make_data([6, 9, 5], shape=IMAGE, classes=CLASSES)
     for client, classes in enumerate(([0, 1], [1, 2], [2, 3])):  # label skew, so TCE's mask matters
-        data.y[data.clients[client]] = torch.tensor(classes).repeat(len(data.clients[client]))[:len(data.clients[client])]
+        data.y[data.clients[client]] = torch.tensor(classes).repeat(len(data.clients[client]))[
+            : len(data.clients[client])
+        ]
     model = models.build_model(model_name, IMAGE, CLASSES, 0, norm)
     state = initial_state(model, fedavg, len(data.clients), {})
     settings = synthetic.run_settings(5, **{"augment": "crop_flip", "loss": "tce", **overrides})
@@ -87,9 +92,11 @@ def test_augmented_group_norm_round_is_the_same_on_both_paths_and_any_chunking(m
     reference = one_round(model_name, "group", vectorized=False)
     start = initial_state(models.build_model(model_name, IMAGE, CLASSES, 0), fedavg, 3, {})["params"]
     assert any((reference["params"][n] - start[n]).abs().max() > 1e-4 for n in start)
-    for label, state in {"vectorized": one_round(model_name, "group", vectorized=True),
-                         "vectorized, chunks of 1": one_round(model_name, "group", vectorized=True, max_chunk=1),
-                         "sequential, chunks of 1": one_round(model_name, "group", vectorized=False, max_chunk=1)}.items():
+    for label, state in {
+        "vectorized": one_round(model_name, "group", vectorized=True),
+        "vectorized, chunks of 1": one_round(model_name, "group", vectorized=True, max_chunk=1),
+        "sequential, chunks of 1": one_round(model_name, "group", vectorized=False, max_chunk=1),
+    }.items():
         for name, value in state["params"].items():
             torch.testing.assert_close(value, reference["params"][name], atol=2e-5, rtol=1e-4, msg=f"{label}: {name}")
     plain = one_round(model_name, "group", vectorized=False, augment="none")
@@ -118,27 +125,48 @@ def test_resnet18_is_the_cifar_variant():
 
 # ---------------------------------------------------------------- run settings
 
-PARAMS = {"partitions": {"with_val": {"dataset": "cifar10", "scheme": "iid", "clients": 2, "val_fraction": 0.1},
-                         "no_val": {"dataset": "cifar10", "scheme": "iid", "clients": 2}}}
-RUN = {"partition": "with_val", "model": "cnn_small", "algorithm": {"name": "fedavg"}, "rounds": 2,
-       "client_fraction": 1.0, "local_epochs": 1, "batch_size": 4, "lr": 0.1}
+PARAMS = {
+    "partitions": {
+        "with_val": {"dataset": "cifar10", "scheme": "iid", "clients": 2, "val_fraction": 0.1},
+        "no_val": {"dataset": "cifar10", "scheme": "iid", "clients": 2},
+    }
+}
+RUN = {
+    "partition": "with_val",
+    "model": "cnn_small",
+    "algorithm": {"name": "fedavg"},
+    "rounds": 2,
+    "client_fraction": 1.0,
+    "local_epochs": 1,
+    "batch_size": 4,
+    "lr": 0.1,
+}
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"model": "mlp_200", "norm": "group"}, "runs.r.norm: model mlp_200 has no norm option"),
-    ({"norm": "layer"}, "runs.r.norm"),
-    ({"augment": "mixup"}, "runs.r.augment"),
-    ({"evaluate_on": "train"}, "runs.r.evaluate_on"),
-    ({"partition": "no_val", "evaluate_on": "validation"}, "partition no_val has no val_fraction"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"model": "mlp_200", "norm": "group"}, "runs.r.norm: model mlp_200 has no norm option"),
+        ({"norm": "layer"}, "runs.r.norm"),
+        ({"augment": "mixup"}, "runs.r.augment"),
+        ({"evaluate_on": "train"}, "runs.r.evaluate_on"),
+        ({"partition": "no_val", "evaluate_on": "validation"}, "partition no_val has no val_fraction"),
+    ],
+)
 def test_bad_tce_settings_name_the_setting(overrides, message):
     problems = check_run("runs.r", {**RUN, **overrides}, PARAMS)
     assert any(message in p for p in problems), problems
 
 
 def test_good_tce_settings_pass():
-    assert check_run("runs.r", {**RUN, "norm": "batch", "augment": "crop_flip", "evaluate_on": "validation",
-                                "loss": "tce"}, PARAMS) == []
+    assert (
+        check_run(
+            "runs.r",
+            {**RUN, "norm": "batch", "augment": "crop_flip", "evaluate_on": "validation", "loss": "tce"},
+            PARAMS,
+        )
+        == []
+    )
 
 
 def test_generator_streams_for_augmentation_are_their_own():
@@ -162,14 +190,18 @@ def test_a_scaled_model_or_partition_that_breaks_norm_or_evaluate_on_is_named():
 
 # ---------------------------------------------------------------- the test set at the last evaluated rounds
 
-@pytest.mark.parametrize(("rounds", "every", "expected"), [
-    (60, 5, {40, 45, 50, 55, 60}),
-    (12, 5, {5, 10, 12}),  # the last round is always evaluated; fewer than 5 evaluated rounds: all of them
-    (7, 1, {3, 4, 5, 6, 7}),
-])
+
+@pytest.mark.parametrize(
+    ("rounds", "every", "expected"),
+    [
+        (60, 5, {40, 45, 50, 55, 60}),
+        (12, 5, {5, 10, 12}),  # the last round is always evaluated; fewer than 5 evaluated rounds: all of them
+        (7, 1, {3, 4, 5, 6, 7}),
+    ],
+)
 def test_the_test_set_rounds_are_the_last_five_evaluated_rounds(rounds, every, expected):
     from pipeline.settings import Schedule
-    from pipeline.train import rounds_also_on_the_test_set
+    from pipeline.training import rounds_also_on_the_test_set
 
     schedule = Schedule(rounds=rounds, eval_every=every, evaluate_on="validation", checkpoint_every=10, targets=())
     assert rounds_also_on_the_test_set(schedule) == expected
