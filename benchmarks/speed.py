@@ -110,12 +110,17 @@ def engine_settings(workload: Workload) -> dict:
 def engine_rounds(model, algorithm_name: str, hp: dict, data: ClientData, settings: dict, vectorized: bool):
     """One engine round per call, the server state carried from round to round; `settings` as resolved
     (the other loops read the same dict)."""
+    from benchmarks.device_suite import environment_levers
+
     algorithm = get_algorithm(algorithm_name)
     round_settings = build(RoundSettings, settings)
     state = {"now": initial_state(model, algorithm, len(data.clients), hp)}
+    levers = environment_levers()  # FEDFORGET_CHUNK, _COMPILE, _FOREACH, as a train stage reads them
 
     def one_round(round_: int) -> None:
-        result = run_round(model, algorithm, hp, state["now"], data, round_settings, round_, vectorized=vectorized)
+        result = run_round(
+            model, algorithm, hp, state["now"], data, round_settings, round_, vectorized=vectorized, levers=levers
+        )
         if not result.diverged:  # a diverged round keeps the old state (its time still counts)
             state["now"] = result.state
 
