@@ -4,35 +4,17 @@ is the same file, byte for byte. The fresh clone has no dataset mirror: nothing 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import shutil
 import subprocess
 
 import pytest
 
-from support.helpers import Repo, train_stage
+from support.helpers import Repo, tiny_fedcurv_params, train_stage
 
 pytestmark = pytest.mark.e2e
 
-RUN = {
-    "paper": "fedcurv",
-    "partition": "shards",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 32,
-    "lr": 0.05,
-    "seeds": [0, 1],
-    "targets": [0.9],
-}
-PARAMS = {
-    "profile": "default",
-    "datasets": {"mnist": {"train_size": 300, "test_size": 60}},
-    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2, "seed": 0}},
-    "runs": {"fedcurv_e10_fedavg": copy.deepcopy({**RUN, "algorithm": {"name": "fedavg"}})},
-}
+PARAMS = tiny_fedcurv_params({"fedavg": {"name": "fedavg"}})
 
 
 # The trained models (data/models/) are no DVC output, so no remote carries them (docs/commands.md).

@@ -5,36 +5,17 @@ reported with its size and the claims' verdicts checked, exit 0; and a run that 
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
 
 import pytest
 
+from support.helpers import tiny_fedcurv_params
+
 pytestmark = pytest.mark.e2e
 
-RUN = {
-    "paper": "fedcurv",
-    "partition": "shards",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 32,
-    "lr": 0.05,
-    "seeds": [0, 1],
-    "targets": [0.9],
-}
-PARAMS = {
-    "profile": "default",
-    "datasets": {"mnist": {"train_size": 300, "test_size": 60}},
-    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2, "seed": 0}},
-    "runs": {
-        "fedcurv_e10_fedavg": copy.deepcopy({**RUN, "algorithm": {"name": "fedavg"}}),
-        "fedcurv_e10_fedprox": copy.deepcopy({**RUN, "algorithm": {"name": "fedprox", "mu": 0.01}}),
-    },
-}
+PARAMS = tiny_fedcurv_params({"fedavg": {"name": "fedavg"}, "fedprox": {"name": "fedprox", "mu": 0.01}})
 SEED = "reports/runs/fedcurv_e10_fedavg/seed0"
 
 

@@ -196,3 +196,30 @@ def finished(process: subprocess.Popen, timeout: float = 240) -> str:
     output, _ = process.communicate(timeout=timeout)
     assert process.returncode == 0, output[-3000:]
     return output
+
+
+def tiny_fedcurv_params(algorithms: dict[str, dict]) -> dict:
+    """A two-seed, two-round FedCurv-paper project on 300 MNIST images in 6 shard clients: a run
+    `fedcurv_e10_<name>` for each algorithm given ({name: its algorithm mapping})."""
+    run = {
+        "paper": "fedcurv",
+        "partition": "shards",
+        "model": "mlp_200",
+        "rounds": 2,
+        "client_fraction": 1.0,
+        "local_epochs": 1,
+        "batch_size": 32,
+        "lr": 0.05,
+        "seeds": [0, 1],
+        "targets": [0.9],
+    }
+    return {
+        "profile": "default",
+        "datasets": {"mnist": {"train_size": 300, "test_size": 60}},
+        "partitions": {
+            "shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2, "seed": 0}
+        },
+        "runs": {
+            f"fedcurv_e10_{name}": {**run, "algorithm": dict(algorithm)} for name, algorithm in algorithms.items()
+        },
+    }
