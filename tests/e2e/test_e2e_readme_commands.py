@@ -65,3 +65,16 @@ def test_every_everyday_command_of_the_readme_runs_as_written(pipeline_repo):
         if command.startswith("dvc repro -f -s"):
             assert ran == {shlex.split(command)[-1]}, (command, ran)
             assert "resuming" not in output, output  # -f retrains from round 1
+        if command.startswith("dvc exp show"):
+            assert_readable_table(output, command)
+
+
+def assert_readable_table(output: str, command: str) -> None:
+    """Issue 54: `dvc exp show` on this project's params printed "…" in every column. The README's narrowed
+    command must name its columns and print every cell whole (rich truncates a cell with "…")."""
+    assert "…" not in output, (command, output)
+    header = next((line for line in output.splitlines() if "Experiment" in line), "")
+    for column in ("held", "failed", "inconclusive"):
+        assert column in header, (command, output)
+    rows = [line for line in output.splitlines() if line.strip().startswith(("workspace", "│ workspace"))]
+    assert rows and re.search(r"\d", rows[0]), (command, output)
