@@ -361,7 +361,9 @@ def test_fedwavgs_claims_alone_are_the_claims_its_report_builds(tmp_path):
 
     params = load_params(ROOT / "params.yaml")
     grid = read_yaml(ROOT / GRID_FILE)["grid"]
-    seeds = {run: json.loads((ROOT / "resolved" / f"{run}.json").read_text())["seeds"] for run in grid["runs"]}
+    resolved = {run: ROOT / "resolved" / f"{run}.json" for run in grid["runs"]}
+    # A run added to params.yaml but not resolved yet (no `dvc repro` since) has no results either.
+    seeds = {run: json.loads(path.read_text())["seeds"] for run, path in resolved.items() if path.is_file()}
     results = load_results(seeds, ROOT / "reports" / "runs", params.get("partitions") or {})
     context = ReportContext(
         "default",
