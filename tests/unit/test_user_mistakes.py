@@ -349,6 +349,24 @@ def test_an_algorithm_modules_own_mistake_is_one_line_naming_the_module(case, tm
         assert "\n" not in line
 
 
+@pytest.mark.parametrize("case", ["wrong_name", "misspelled_hook"])
+def test_an_algorithm_module_broken_after_resolve_is_one_line_in_train_and_report(case, trained):
+    """The module was fine when the run was resolved and broke after (an edit in progress): the train stage
+    and the report, which load it too, say so in the same one line and leave the outputs as they were."""
+    source, needles = ALGORITHM_MISTAKES[case]
+    shutil.copytree(REPO / "pipeline", trained / "pipeline", ignore=shutil.ignore_patterns("__pycache__"))
+    module = trained / "pipeline" / "algorithms" / "mine.py"
+    module.write_text('NAME = "mine"\n')  # every hook FedAvg's
+    (trained / "params.yaml").write_text(params_with({"algorithm": {"name": "mine"}}))
+    env = child_env(pythonpath=trained)
+    for args in (("pipeline.profile",), ("pipeline.resolve",)):
+        ok(entry(trained, *args, env=env))
+    module.write_text(source)
+    for args in (("pipeline.train", "r"), ("pipeline.report",)):
+        line = refused_unchanged(trained, args, needles, env=env)
+        assert "\n" not in line
+
+
 # ---------------------------------------------------------------- the train stage's inputs
 
 
@@ -522,9 +540,10 @@ def test_a_checkpoint_with_a_flipped_byte_is_not_resumed_from(trained):
 # ---------------------------------------------------------------- the report's inputs
 
 
-def test_the_report_refuses_a_truncated_metrics_file(trained):
+@pytest.mark.parametrize("keep", [40, 0], ids=["truncated", "emptied"])
+def test_the_report_refuses_a_truncated_metrics_file(trained, keep):
     path = trained / "reports" / "runs" / "r" / "seed1" / "metrics.json"
-    path.write_bytes(path.read_bytes()[:40])
+    path.write_bytes(path.read_bytes()[:keep])
     refused_unchanged(
         trained,
         ("pipeline.report",),
