@@ -74,7 +74,7 @@ def assert_readable_table(output: str, command: str) -> None:
     command must name its columns and print every cell whole (rich truncates a cell with "…")."""
     assert "…" not in output, (command, output)
     header = next((line for line in output.splitlines() if "Experiment" in line), "")
-    for column in ("held", "failed", "inconclusive"):
+    for column in ("held", "failed", "reading_dependent", "inconclusive"):
         assert column in header, (command, output)
     rows = [line for line in output.splitlines() if line.strip().startswith(("workspace", "│ workspace"))]
     assert rows and re.search(r"\d", rows[0]), (command, output)

@@ -17,8 +17,12 @@ from support.helpers import REPO
 
 pytestmark = pytest.mark.e2e
 
-# How a test module names the repository's params.yaml (or loads it through the pipeline's default path).
-READS_PARAMS = re.compile(r"params\.yaml|PARAMS_FILE|load_params\(\)")
+# How a test module reads the repository's own params.yaml or grid.yaml (by path, through the pipeline's
+# default paths, or by running a command in the repository's root); modules that write a params.yaml of
+# their own in a temporary folder do not match.
+READS_PARAMS = re.compile(
+    r'(REPO|ROOT) / "(params|grid)\.yaml"|PARAMS_FILE|GRID_FILE|load_params\(\)|chdir\((REPO|ROOT)\)|cwd=(REPO|ROOT)'
+)
 
 
 def yaml_blocks_editing_params(readme: str) -> list[str]:
@@ -57,6 +61,7 @@ def test_the_pasting_helpers_find_the_entry_and_the_modules():
     assert pasted.startswith("profile: default\nruns:\n" + block) and pasted.endswith("  old: {}\n")
     modules = params_reading_modules(REPO / "tests")
     assert "tests/unit/test_params_layout.py" in modules and "tests/unit/test_readme.py" in modules
+    assert "tests/unit/test_user_mistakes.py" not in modules  # its params.yaml files are its own
 
 
 def test_the_readme_run_pasted_into_a_clone_keeps_the_fast_tier_green(tmp_path):
@@ -67,6 +72,7 @@ def test_the_readme_run_pasted_into_a_clone_keeps_the_fast_tier_green(tmp_path):
     params = clone / "params.yaml"
     params.write_text(pasted_under_runs(params.read_text(), block))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # beside the other xdist worker: one thread
 
     def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(args, cwd=clone, env=env, capture_output=True, text=True, timeout=timeout)

@@ -3,6 +3,8 @@ itself is a benchmark run by hand: benchmarks/results/breakdown.md)."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.breakdown import ORDER, inclusive, phases
 
 # pstats' table: function -> (primitive calls, calls, own seconds, inclusive seconds, {caller: edge}), an
@@ -15,6 +17,8 @@ FISHER_INNER = ("/x/pipeline/fisher.py", 9, "squares")
 EVALUATE = ("/x/pipeline/metrics.py", 1, "evaluate")
 SAVE = ("/x/pipeline/results.py", 1, "save_checkpoint")
 SAVE_INNER = ("/x/pipeline/results.py", 9, "write")
+WRITE_SEED = ("/x/pipeline/outputs.py", 1, "write_seed")
+SAVE_MODEL = ("/x/pipeline/results.py", 5, "save_torch")
 
 
 def edge(seconds: float) -> tuple:
@@ -30,12 +34,15 @@ STATS = {
     EVALUATE: (10, 10, 6.0, 6.0, {TRAIN: edge(6.0)}),
     SAVE: (5, 5, 1.0, 4.0, {TRAIN: edge(4.0)}),
     SAVE_INNER: (5, 5, 3.0, 3.0, {SAVE: edge(3.0)}),
+    # The seed's outputs save its last model through results.py: output, not a checkpoint.
+    WRITE_SEED: (1, 1, 1.0, 3.0, {TRAIN: edge(3.0)}),
+    SAVE_MODEL: (1, 1, 2.0, 2.0, {WRITE_SEED: edge(2.0)}),
 }
 
 
 def test_a_module_counts_only_the_calls_into_it_from_outside():
     assert inclusive(STATS, lambda key: key[0].endswith("pipeline/fisher.py")) == 25.0
-    assert inclusive(STATS, lambda key: key[0].endswith("pipeline/results.py")) == 4.0
+    assert inclusive(STATS, lambda key: key[0].endswith("pipeline/results.py")) == 6.0
 
 
 def test_the_phases_add_up_to_the_profiled_seconds():
@@ -44,6 +51,12 @@ def test_the_phases_add_up_to_the_profiled_seconds():
     assert split["local training and aggregation"] == 80.0 - 25.0
     assert split["evaluation"] == 6.0
     assert split["checkpoints and kept result"] == 4.0
-    assert split["data"] == 0.0 and split["forgetting probes"] == 0.0 and split["outputs"] == 0.0
-    assert split["other"] == 100.0 - 25.0 - 55.0 - 6.0 - 4.0
+    assert split["outputs"] == 3.0  # its model save included, and not counted as a checkpoint
+    assert split["data"] == 0.0 and split["forgetting probes"] == 0.0
+    assert split["other"] == 100.0 - 25.0 - 55.0 - 6.0 - 4.0 - 3.0
     assert set(split) == set(ORDER) - {"start-up"}
+
+
+def test_phases_that_claim_more_than_the_profile_are_refused():
+    with pytest.raises(ValueError, match="more than"):
+        phases(STATS, 50.0)

@@ -8,6 +8,7 @@ import copy
 import csv
 import dataclasses
 import json
+import subprocess
 
 import pytest
 from test_report import report_context
@@ -362,8 +363,16 @@ def test_fedwavgs_claims_alone_are_the_claims_its_report_builds(tmp_path):
     params = load_params(ROOT / "params.yaml")
     grid = read_yaml(ROOT / GRID_FILE)["grid"]
     resolved = {run: ROOT / "resolved" / f"{run}.json" for run in grid["runs"]}
-    # A run added to params.yaml but not resolved yet (no `dvc repro` since) has no results either.
-    seeds = {run: json.loads(path.read_text())["seeds"] for run, path in resolved.items() if path.is_file()}
+    # A run added to params.yaml but not resolved yet (no `dvc repro` since; tests/e2e/test_readme_pasted.py)
+    # has no results either; a committed resolved file that is missing is a failure.
+    tracked = set(
+        subprocess.run(["git", "ls-files", "resolved"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    )
+    seeds = {
+        run: json.loads(path.read_text())["seeds"]
+        for run, path in resolved.items()
+        if path.is_file() or f"resolved/{run}.json" in tracked
+    }
     results = load_results(seeds, ROOT / "reports" / "runs", params.get("partitions") or {})
     context = ReportContext(
         "default",
