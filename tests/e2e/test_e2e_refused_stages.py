@@ -15,33 +15,17 @@ import time
 
 import pytest
 
-from support.helpers import train_stage
+from support.helpers import tiny_fedcurv_params, train_stage
 
 pytestmark = pytest.mark.e2e
 
-RUN = {
-    "paper": "fedcurv",
-    "partition": "shards",
-    "model": "mlp_200",
-    "rounds": 3,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 32,
-    "lr": 0.05,
-    "seeds": [0, 1],
-    "targets": [0.9],
-    "algorithm": {"name": "fedavg"},
-}
-PARAMS = {
-    "profile": "default",
-    "datasets": {"mnist": {"train_size": 300, "test_size": 60}},
-    "partitions": {"shards": {"dataset": "mnist", "scheme": "shards", "clients": 6, "shards_per_client": 2, "seed": 0}},
-    "runs": {
-        "fedcurv_e10_fedavg": RUN,
-        # Long enough (a few seconds a seed, more than DVC takes to start) to be running while a second
-        # `dvc repro` starts; a run of no paper's.
-        "slow_fedavg": {**{k: v for k, v in RUN.items() if k != "paper"}, "rounds": 150, "seeds": [0]},
-    },
+PARAMS = tiny_fedcurv_params({"fedavg": {"name": "fedavg"}})
+# Long enough (a few seconds, more than DVC takes to start) to be running while a second `dvc repro`
+# starts; a run of no paper's.
+PARAMS["runs"]["slow_fedavg"] = {
+    **{k: v for k, v in PARAMS["runs"]["fedcurv_e10_fedavg"].items() if k != "paper"},
+    "rounds": 150,
+    "seeds": [0],
 }
 STAGE = train_stage("fedcurv_e10_fedavg")
 SLOW_STAGE = train_stage("slow_fedavg")
