@@ -26,12 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,13 +49,14 @@ TOLERANCE = 1.10  # the acceptance: beside one busy process within the 1-thread 
 
 
 def cpu_name() -> str:
-    """lscpu's model name and whether the CPU has AVX-512 (the project's CPU kinds differ in that)."""
-    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
-    flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
-    return (
-        f"{model or platform.processor()}, {'AVX-512' if ' avx512f' in flags else 'no AVX-512'}, {os.cpu_count()} CPUs"
-    )
+    """The processor's model name and whether it has AVX-512, as a checkpoint's key names its CPU kind."""
+    import torch
+
+    from pipeline.distributed import cpu_model
+    from pipeline.results import machine_kind
+
+    avx512 = machine_kind(torch.device("cpu")).endswith("avx512f")
+    return f"{cpu_model()}, {'AVX-512' if avx512 else 'no AVX-512'}, {os.cpu_count()} CPUs"
 
 
 @contextmanager
@@ -172,7 +172,7 @@ def main(argv=None) -> None:
         for index, (name, overrides, chosen, busy) in enumerate(train_conditions(args.run, seeds)):
             command = [sys.executable, "-c", TRAIN, args.run, ",".join(map(str, chosen))]
             env = environment(overrides, Path(folder) / f"checkpoints{index}")
-            with busy_process() if busy else _nothing():
+            with busy_process() if busy else nullcontext():
                 seconds = timed(command, clone, env)
             record["train"][name] = {"seeds": chosen, "seconds": round(seconds, 2)}
             print(f"{name}: {seconds:.1f} s", flush=True)
@@ -192,11 +192,6 @@ def main(argv=None) -> None:
     (RESULTS / "contention.json").write_text(json.dumps(record, indent=1) + "\n")
     (RESULTS / "contention.md").write_text(markdown(record))
     print(markdown(record))
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 if __name__ == "__main__":
