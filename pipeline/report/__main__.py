@@ -19,6 +19,7 @@ from pipeline.papers import PAPERS, TITLES
 from pipeline.paths import DATASET_RECORDS, GRID_FILE, PARTITION_RECORDS, REPORTS_DIR, RUNS_DIR
 from pipeline.report.common import NC, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
 from pipeline.report.confirmation import build_with_confirmations, sample_problems
+from pipeline.report.provenance import provenance_counts, provenance_section, trained_by_line
 from pipeline.report.readings import READING_DEPENDENT, ledger_holm, readings_cell
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
 
@@ -99,7 +100,10 @@ def looks_cell(claim_id: str, looks: dict) -> str:
     return f"{len(entries)} before this one: " + "; ".join(parts)
 
 
-def claims_markdown(claims: list, profile: str, corrected: dict | None = None, looks: dict | None = None) -> str:
+def claims_markdown(
+    claims: list, profile: str, corrected: dict | None = None, looks: dict | None = None, trained_by: str = ""
+) -> str:
+    """reports/claims.md; `trained_by`: the line naming the CPU kinds, commits and code under the seeds."""
     corrected = corrected if corrected is not None else ledger_holm(claims)
     looks = looks or {}
     lines = [
@@ -111,6 +115,7 @@ def claims_markdown(claims: list, profile: str, corrected: dict | None = None, l
         "",
         totals_line(claims, corrected),
         "",
+        *([trained_by, ""] if trained_by else []),
         "## The rule",
         "",
         RULE,
@@ -322,6 +327,7 @@ def index_markdown(
     lines += seeds_section(results, wanted)
     lines += forgetting_section(results)
     lines += example_events_section(results)
+    lines += provenance_section(results)
     lines += [
         "## Runs",
         "",
@@ -409,8 +415,9 @@ def read_looks(path: Path = LOOKS) -> dict:
     return yaml.safe_load(path.read_text()) or {}
 
 
-def claims_json(claims: list, corrected: dict) -> dict:
-    """reports/claims.json (a DVC metrics file): the totals raw and after Holm, and each claim's status."""
+def claims_json(claims: list, corrected: dict, trained_by: dict | None = None) -> dict:
+    """reports/claims.json (a DVC metrics file): the totals raw and after Holm, each claim's status and
+    (`trained_by`) how many CPU kinds and commits trained the seeds."""
     raw = counts([c.status for c in claims])
     after = counts([corrected[c.id][1] if c.id in corrected else c.status for c in claims])
     decided, run = decided_share(claims)
@@ -419,6 +426,7 @@ def claims_json(claims: list, corrected: dict) -> dict:
         "after_holm": {s.replace(" ", "_").replace("-", "_"): n for s, n in after.items()},
         "decided_share": round(decided / max(1, run), 4),
         "claims": {name: {c.id: c.status for c in claims if c.paper == name} for name in PAPERS},
+        **({"trained_by": trained_by} if trained_by is not None else {}),
     }
 
 
@@ -491,8 +499,11 @@ def main(argv: list[str] | None = None) -> None:
                 replace_folder(Path(staging) / name, REPORTS_DIR / name)
         built = [(name, TITLES[name], REPORTS_DIR / name) for name in PAPERS]
         corrected = ledger_holm(claims)
-        write_text(REPORTS_DIR / "claims.md", claims_markdown(claims, profile, corrected, read_looks()))
-        write_json(REPORTS_DIR / "claims.json", claims_json(claims, corrected))
+        write_text(
+            REPORTS_DIR / "claims.md",
+            claims_markdown(claims, profile, corrected, read_looks(), trained_by_line(results)),
+        )
+        write_json(REPORTS_DIR / "claims.json", claims_json(claims, corrected, provenance_counts(results)))
         write_json(REPORTS_DIR / "summary.json", headline(results, claims))
         write_text(REPORTS_DIR / "README.md", index_markdown(profile, results, built, wanted))
     except OSError as error:  # a read-only or full reports/: one line, not a traceback (issue 54)

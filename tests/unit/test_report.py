@@ -556,6 +556,9 @@ def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
     ) == (1, 1, 0, 4, 2 + not_run)
 
     claims_md = (workdir / "reports" / "claims.md").read_text()
+    # The seeds written here name no machine: the ledger says it cannot show one regeneration trained them.
+    assert "**Trained by** (not shown to be one regeneration)" in claims_md
+    assert ledger["trained_by"] == {"cpu_kinds": 1, "commits": 1, "seeds_without_machine": 13}  # 3 × 3 + 1 + 1 + 2
     assert (
         f": 1 held, 1 failed, 0 reading-dependent, 4 inconclusive, {2 + not_run} not run; decided 2 of 6" in claims_md
     )
