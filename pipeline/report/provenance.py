@@ -80,10 +80,13 @@ def trained_by_line(results: dict[str, SeededRun]) -> str:
     commits = tally(commit(s.timing) for s in seeds)
     digests = digests_by_algorithm(seeds)
     one_engine = all(len(d) == 1 and NOT_RECORDED not in d for d in digests.values())
-    if len(kinds) == 1 and len(commits) == 1 and NOT_RECORDED not in (kinds[0][0], commits[0][0]) and one_engine:
+    # The bytes depend on the CPU kind and the code, not on the commit: a regeneration resumed at a later
+    # commit with the same code digests is still one (its commits are listed).
+    if len(kinds) == 1 and kinds[0][0] != NOT_RECORDED and one_engine:
+        at = f"commit {commits[0][0]}" if len(commits) == 1 else f"commits {counted(commits)}"
         return (
-            f"**Trained by**: all {len(seeds)} seeds on one machine kind ({kinds[0][0]}), at commit "
-            f"{commits[0][0]}, one code digest per algorithm: regenerated together."
+            f"**Trained by**: all {len(seeds)} seeds on one machine kind ({kinds[0][0]}), one code digest per "
+            f"algorithm, at {at}: regenerated together."
         )
     return (
         f"**Trained by** (not shown to be one regeneration): {len(seeds)} seeds on {len(kinds)} CPU kind(s): "
@@ -117,7 +120,7 @@ def provenance_section(results: dict[str, SeededRun]) -> list[str]:
 
 
 def provenance_counts(results: dict[str, SeededRun]) -> dict[str, int]:
-    """For reports/claims.json: how many CPU kinds and commits are under the ledger (1 and 1 after a
+    """For reports/claims.json: how many CPU kinds and commits are under the ledger (one kind after a
     regeneration), and the seeds that name neither."""
     seeds = seed_results(results)
     return {

@@ -66,9 +66,11 @@ def test_seeds_with_and_without_a_code_digest_are_both_named():
     assert "code digests per algorithm: fedavg 1 and seeds without one" in trained_by_line(results)
 
 
-def test_two_commits_of_one_kind_are_not_one_regeneration():
+def test_two_commits_with_the_same_code_and_kind_are_still_one_regeneration():
+    # A regeneration resumed at a later commit whose code digests are the same: the bytes are the same.
     results = runs(seed("a", 0, "fedavg", EPYC_512, "c0ffee", "d1"), seed("a", 1, "fedavg", EPYC_512, "beef00", "d1"))
-    assert "commits: beef00 (1); c0ffee (1)" in trained_by_line(results)
+    line = trained_by_line(results)
+    assert "regenerated together" in line and "at commits beef00 (1); c0ffee (1)" in line
     assert provenance_counts(results)["commits"] == 2
 
 
