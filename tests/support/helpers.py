@@ -198,6 +198,23 @@ def finished(process: subprocess.Popen, timeout: float = 240) -> str:
     return output
 
 
+def smallest_valid_run(**overrides) -> dict:
+    """A run every check accepts, on a partition named `p`: FedCurv (lambda 1) with the MLP, two rounds of
+    one epoch over every client, batch 8; `overrides` replace or add keys. A new dict each call."""
+    return {
+        "paper": "fedcurv",
+        "partition": "p",
+        "model": "mlp_200",
+        "rounds": 2,
+        "client_fraction": 1.0,
+        "local_epochs": 1,
+        "batch_size": 8,
+        "lr": 0.05,
+        "algorithm": {"name": "fedcurv", "lambda": 1.0},
+        **overrides,
+    }
+
+
 def tiny_fedcurv_params(algorithms: dict[str, dict]) -> dict:
     """A two-seed, two-round FedCurv-paper project on 300 MNIST images in 6 shard clients: a run
     `fedcurv_e10_<name>` for each algorithm given ({name: its algorithm mapping})."""

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from pipeline import download
+from support.helpers import smallest_valid_run
 
 pytestmark = pytest.mark.e2e  # each case starts entry points in subprocesses (torch's import each time)
 
@@ -368,17 +369,7 @@ def test_download_refuses_bad_dataset_overrides(overrides, needle, download_proj
 
 # ---------------------------------------------------------------- the train stage and runs
 
-GOOD_RUN = {
-    "paper": "fedcurv",
-    "partition": "p",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 8,
-    "lr": 0.05,
-    "algorithm": {"name": "fedcurv", "lambda": 1.0},
-}
+GOOD_RUN = smallest_valid_run()
 
 RUN_CASES = {
     "client_fraction_zero": ({"client_fraction": 0}, ["runs.r.client_fraction", "(0, 1.0]"]),

@@ -19,19 +19,10 @@ import yaml
 
 from pipeline import config, partition
 from pipeline.download import write_prepared
+from support.helpers import smallest_valid_run
 
 REPO = Path(__file__).resolve().parents[2]
-RUN = {
-    "paper": "fedcurv",
-    "partition": "p",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 8,
-    "lr": 0.05,
-    "algorithm": {"name": "fedcurv", "lambda": 1.0},
-}
+RUN = smallest_valid_run()
 
 
 def params_with(partition_settings: dict, runs: dict | None = None, datasets: dict | None = None) -> dict:

@@ -16,19 +16,10 @@ import yaml
 
 from pipeline import config
 from pipeline.train import main as train_main
+from support.helpers import smallest_valid_run
 
 REPO = Path(__file__).resolve().parents[2]
-RUN = {
-    "paper": "fedcurv",
-    "partition": "p",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 8,
-    "lr": 0.05,
-    "algorithm": {"name": "fedcurv", "lambda": 1.0},
-}
+RUN = smallest_valid_run()
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 60, "test_size": 20}},

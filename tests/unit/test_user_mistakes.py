@@ -27,24 +27,14 @@ import numpy as np
 import pytest
 import yaml
 
+from support.helpers import smallest_valid_run
+
 pytestmark = pytest.mark.e2e  # every case starts entry points in subprocesses (torch's import each time)
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN, TEST = 60, 20
 UNREACHABLE_PROXY = "http://127.0.0.1:9"
-RUN = {
-    "paper": "fedcurv",
-    "partition": "p",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 8,
-    "lr": 0.05,
-    "seeds": [0, 1],
-    "checkpoint_every": 1,
-    "algorithm": {"name": "fedcurv", "lambda": 1.0},
-}
+RUN = smallest_valid_run(seeds=[0, 1], checkpoint_every=1)
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": TRAIN, "test_size": TEST}},
