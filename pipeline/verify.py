@@ -36,6 +36,7 @@ from pathlib import Path
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.options import RuntimeOptions
 from pipeline.paths import RESOLVED_DIR, RUNS_DIR
+from pipeline.report.provenance import cpu_identity
 
 # Outputs that must be the same bytes on the same CPU kind: all but timing.json (seconds, the commit) and the
 # figures (PNG bytes depend on the fonts and matplotlib build, not on the numbers).
@@ -76,18 +77,13 @@ class Check:
         return f"{self.key}: {len(self.differing)} files differ ({kind}); {shown or 'no headline metric moved'}"
 
 
-def cpu_kind(device: dict) -> tuple:
-    """What decides a CPU's float32 bits here: the processor, its kernels, and the threads a process used."""
-    return (device.get("type"), device.get("name"), device.get("cpu_capability"), device.get("threads"))
-
-
 def this_cpu_kind(threads: int) -> tuple:
     import torch
 
     from pipeline.distributed import describe_device
 
     torch.set_num_threads(threads)
-    return cpu_kind(describe_device(torch.device("cpu")))
+    return cpu_identity(describe_device(torch.device("cpu")))
 
 
 def committed_pairs(runs_dir: Path = RUNS_DIR) -> list[tuple[str, int]]:
@@ -255,7 +251,7 @@ def main(argv=None) -> None:
             check = compare_folders(
                 committed,
                 retrained,
-                Check(run, seed, cpu_kind(timing.get("device", {})) == here, same_code, seconds=seconds),
+                Check(run, seed, cpu_identity(timing.get("device", {})) == here, same_code, seconds=seconds),
             )
             checks.append(check)
             if check.differing:

@@ -16,16 +16,22 @@ from pipeline.report.common import RunResult, SeededRun
 NOT_RECORDED = "not recorded"
 
 
+def cpu_identity(device: dict) -> tuple:
+    """What decides a CPU's float32 bits here, from a timing.json's "device": the processor, its kernels
+    (AVX2 or AVX-512) and the threads a process used. `python -m pipeline.verify` compares seeds by it;
+    the ledger names it (cpu_kind)."""
+    return (device.get("type"), device.get("name"), device.get("cpu_capability"), device.get("threads"))
+
+
 def cpu_kind(timing: dict) -> str:
     """'AMD EPYC, AVX512, 1 thread' from a seed's timing.json; NOT_RECORDED for seeds trained before
     timing.json named its machine. A GPU seed is named by its device."""
-    device = timing.get("device") or {}
-    if not device.get("name"):
+    kind, name, capability, threads = cpu_identity(timing.get("device") or {})
+    if not name:
         return NOT_RECORDED
-    if device.get("type", "cpu") != "cpu":
-        return f"{device['name']} ({device['type']})"
-    threads = device.get("threads")
-    parts = [device["name"], device.get("cpu_capability") or "kernels not recorded"]
+    if (kind or "cpu") != "cpu":
+        return f"{name} ({kind})"
+    parts = [name, capability or "kernels not recorded"]
     if threads is not None:
         parts.append(f"{threads} thread{'s' if threads != 1 else ''}")
     return ", ".join(parts)

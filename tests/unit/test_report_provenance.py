@@ -94,3 +94,18 @@ def test_a_gpu_seed_is_named_by_its_device_and_no_results_say_so():
     assert "one machine kind (NVIDIA H200 (cuda))" in trained_by_line(results)
     assert trained_by_line({}) == "**Trained by**: no seed has results yet."
     assert provenance_section({}) == []
+
+
+def test_the_ledger_and_verify_draw_the_same_line_between_cpu_kinds():
+    # One definition of a CPU kind: seeds the ledger names apart, `pipeline.verify` compares as other kinds
+    # (and vice versa), so a verify run never calls bytes from another kind a regression.
+    from pipeline.report.provenance import cpu_identity, cpu_kind
+
+    two_threads = {**EPYC_512, "threads": 2}
+    xeon = {**EPYC_512, "name": "Intel Xeon"}
+    devices = [EPYC_512, EPYC_AVX2, two_threads, xeon]
+    for a in devices:
+        for b in devices:
+            same_label = cpu_kind({"device": a}) == cpu_kind({"device": b})
+            assert same_label == (cpu_identity(a) == cpu_identity(b)), (a, b)
+    assert cpu_kind({"device": two_threads}) == "AMD EPYC, AVX512, 2 threads"
