@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from support.helpers import REPO, STAGE_LINE, train_stage, trained_and_kept
+from support.helpers import REPO, STAGE_LINE, tiny_fedcurv_run, train_stage, trained_and_kept
 
 pytestmark = pytest.mark.e2e
 
@@ -26,18 +26,7 @@ ALGORITHMS = {
     "fedavg": {"name": "fedavg"},
 }
 RUN_KEYS = [f"fedcurv_e{epochs}_{algorithm}" for epochs in (50, 10) for algorithm in ALGORITHMS]
-TINY_RUN = {
-    "paper": "fedcurv",
-    "partition": "shards",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 32,
-    "lr": 0.05,
-    "seeds": [0],
-    "targets": [0.95, 0.9, 0.85],
-}
+TINY_RUN = tiny_fedcurv_run(targets=[0.95, 0.9, 0.85])
 PROBED_KEY = "fedcurv_e50_fedcurv"  # two seeds, forgetting probes at both rounds
 PARAMS = {
     "profile": "default",

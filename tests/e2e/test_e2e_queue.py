@@ -11,22 +11,11 @@ import time
 
 import pytest
 
-from support.helpers import STAGE_LINE, train_stage
+from support.helpers import STAGE_LINE, tiny_fedcurv_run, train_stage
 
 pytestmark = pytest.mark.e2e
 
-RUN = {
-    "paper": "fedcurv",
-    "partition": "shards",
-    "model": "mlp_200",
-    "rounds": 2,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 32,
-    "lr": 0.05,
-    "seeds": [0],
-    "targets": [0.9],
-}
+RUN = tiny_fedcurv_run()
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 300, "test_size": 60}},

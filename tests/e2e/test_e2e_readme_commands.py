@@ -10,23 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from support.helpers import train_stage
+from support.helpers import tiny_fedcurv_run, train_stage
 
 pytestmark = pytest.mark.e2e
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
-RUN = {
-    "partition": "shards",
-    "model": "mlp_200",
-    "rounds": 3,
-    "client_fraction": 1.0,
-    "local_epochs": 1,
-    "batch_size": 32,
-    "lr": 0.05,
-    "seeds": [0],
-    "targets": [0.9],
-}
+# The tiny FedCurv run without its paper: each run below names its own.
+RUN = {k: v for k, v in tiny_fedcurv_run(rounds=3).items() if k != "paper"}
 PARAMS = {
     "profile": "default",
     "datasets": {"mnist": {"train_size": 300, "test_size": 60}},

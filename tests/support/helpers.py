@@ -3,6 +3,7 @@ tiny generated dataset mirror (so nothing is downloaded)."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import os
 import re
@@ -215,21 +216,30 @@ def smallest_valid_run(**overrides) -> dict:
     }
 
 
+TINY_FEDCURV_RUN = {
+    "paper": "fedcurv",
+    "partition": "shards",
+    "model": "mlp_200",
+    "rounds": 2,
+    "client_fraction": 1.0,
+    "local_epochs": 1,
+    "batch_size": 32,
+    "lr": 0.05,
+    "seeds": [0],
+    "targets": [0.9],
+}
+
+
+def tiny_fedcurv_run(**overrides) -> dict:
+    """A two-round FedCurv-paper run on MNIST shard clients (no algorithm: the caller adds one), with
+    `overrides` (e.g. seeds, targets, lr); a fresh copy each call, so a test may change it."""
+    return copy.deepcopy({**TINY_FEDCURV_RUN, **overrides})
+
+
 def tiny_fedcurv_params(algorithms: dict[str, dict]) -> dict:
     """A two-seed, two-round FedCurv-paper project on 300 MNIST images in 6 shard clients: a run
     `fedcurv_e10_<name>` for each algorithm given ({name: its algorithm mapping})."""
-    run = {
-        "paper": "fedcurv",
-        "partition": "shards",
-        "model": "mlp_200",
-        "rounds": 2,
-        "client_fraction": 1.0,
-        "local_epochs": 1,
-        "batch_size": 32,
-        "lr": 0.05,
-        "seeds": [0, 1],
-        "targets": [0.9],
-    }
+    run = tiny_fedcurv_run(seeds=[0, 1])
     return {
         "profile": "default",
         "datasets": {"mnist": {"train_size": 300, "test_size": 60}},
