@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from pipeline.config import load_checked_params
+from pipeline.disk_errors import refuse_disk_errors
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.inputs import (
     DATASETS,
@@ -129,6 +130,7 @@ def write_prepared(name: str, arrays: dict, mirror: str | None = None) -> None:
 
 
 @exit_on_user_error
+@refuse_disk_errors
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", help=f"one of: {', '.join(DATASETS)}")

@@ -17,6 +17,7 @@ import re
 import yaml
 
 from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, check_params, derive_grid, read_yaml
+from pipeline.disk_errors import refuse_disk_errors
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_text
 from pipeline.runs import expand_templates
@@ -36,6 +37,7 @@ def set_profile_line(text: str, profile: str) -> str:
 
 
 @exit_on_user_error
+@refuse_disk_errors
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile", nargs="?", choices=PROFILES)

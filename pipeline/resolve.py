@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.config import derive_grid, load_checked_params
+from pipeline.disk_errors import refuse_disk_errors
 from pipeline.errors import exit_on_user_error
 from pipeline.inputs import RESOLVED_DIR
 from pipeline.io import atomic_dir, write_json
@@ -32,6 +33,7 @@ def without_note(settings: dict) -> dict:
 
 
 @exit_on_user_error
+@refuse_disk_errors
 def main(argv=None) -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     params = load_checked_params()

@@ -83,7 +83,7 @@ LEDGER_RULE = (
     "gives each). A reading of several comparisons corrects them by Holm before combining them; across the "
     "ledger, Holm over the claims' p-values gives the second count of the headline and the `after Holm` column. "
     "`setting` says what the claim's runs trained beside the paper's (every verdict of this profile is on a "
-    "stand-in where it says so); `looks` how many times the claim has been read before this regeneration and "
+    "stand-in where it says so); `looks` how many times the claim had been read before the verdict shown and "
     "what each gave (pipeline/report/looks.yaml; 'unplanned' where a seed step or sample came in the same commit "
     "as its results)."
 )
@@ -92,7 +92,7 @@ LEDGER_RULE = (
 def looks_cell(claim_id: str, looks: dict) -> str:
     entries = looks.get(claim_id) or []
     if not entries:
-        return "this regeneration"
+        return "none before this one"
     parts = [
         f"{e.get('what', e.get('kind'))}: {e.get('verdict')}" + (" (unplanned)" if e.get("planned") is False else "")
         for e in entries
@@ -314,8 +314,8 @@ def index_markdown(
         f"Built by `dvc repro` from the **{profile}** profile "
         f"({'the papers’ published settings' if profile == 'paper' else 'scaled to a laptop CPU; each table says what was scaled'}).",
         "",
-        "- [claims.md](claims.md): every claim of every paper, held / failed / inconclusive / not run, "
-        "decided across seeds by one rule",
+        "- [claims.md](claims.md): every claim of every paper, held / failed / reading-dependent / "
+        "inconclusive / not run, each reading decided across seeds by one rule, raw and after Holm",
         "",
     ]
     for name, title, folder in built:
@@ -409,7 +409,7 @@ LOOKS = Path(__file__).with_name("looks.yaml")
 
 
 def read_looks(path: Path = LOOKS) -> dict:
-    """Each claim's looks before this regeneration (report/looks.yaml)."""
+    """Each claim's looks before the verdict the ledger shows (report/looks.yaml)."""
     if not path.is_file():
         return {}
     return yaml.safe_load(path.read_text()) or {}

@@ -67,6 +67,11 @@ HYPERPARAMETER = {"fedcurv": ("lambda", "λ"), "fedprox": ("mu", "μ")}
 # values with the same mean tie (no widening), and of tied values the largest is the rule's pick (the
 # tie-break A1 used to choose the main runs' μ = 0.01).
 GRID_SEEDS = (0, 1, 2)
+# The two measures the rule ranks the grid on: A1's moving mean, and the paper's own count of rounds (its
+# Table 1: the first round at or above the target; docs/claims-spec.md §2 R1★), read as well since
+# 2026-12-07 (a look counted in report/looks.yaml: it can only add readings, never remove one).
+MOVING_MEAN, FIRST_CROSSING = "moving mean", "first crossing"
+RULE_MEASURES = (MOVING_MEAN, FIRST_CROSSING)
 # The default profile's μ grid at each of the paper's E (params.yaml), beside Table 1's FedProx run (its μ =
 # 0.01 row): the rule is applied only once every one of them has results.
 DEFAULT_MU_GRID = {
@@ -281,9 +286,16 @@ class MuRule:
     tied: list[str]  # the runs tied for the fewest mean (run keys, by μ)
     missing: list[str]  # grid runs the profile has that have no results yet
     pick: SeededRun | None = None  # the rule's pick on seeds 0-2, where the main run's μ is not among the tied
+    measure: str = MOVING_MEAN  # what the rule ranks on (RULE_MEASURES)
 
     def mu(self, key: str) -> float:
         return float(self.runs[key].settings["algorithm"]["mu"])
+
+    @property
+    def measure_words(self) -> str:
+        if self.measure == MOVING_MEAN:
+            return f"{K_LAST}-round moving mean"
+        return "first crossing, the paper's Table 1 count"
 
     @property
     def main_tied(self) -> bool:
@@ -298,8 +310,9 @@ class MuRule:
         """What the rule gives at this E, for the claims' evidence and the grid table's notes."""
         head = (
             f"μ by the paper's rule at the paper's E = {self.epochs} (the fewest mean rounds to 90 % on the "
-            f"{K_LAST}-round moving mean over seeds {seed_range(list(GRID_SEEDS))}, "
-            f"{self.main} read on its seeds {seed_range(list(GRID_SEEDS))}; docs/claims-spec.md A1)"
+            f"{self.measure_words} over seeds {seed_range(list(GRID_SEEDS))}, "
+            f"{self.main} read on its seeds {seed_range(list(GRID_SEEDS))}; docs/claims-spec.md "
+            f"{'A1' if self.measure == MOVING_MEAN else '§2 R1★, read since 2026-12-07'})"
         )
         if self.main not in self.runs:
             return f"{head}: not applied, {self.main} has no seeds {seed_range(list(GRID_SEEDS))} here"
@@ -325,6 +338,7 @@ class MuRule:
         return (
             f"{text}; the claims' μ = {main_mu:g} is not among them: the rule's pick (the largest tied), "
             f"μ = {pick} on seeds {seed_range(list(GRID_SEEDS))}, is read as a further reading"
+            + ("" if self.measure == MOVING_MEAN else " (where the moving mean's pick is not the same run)")
         )
 
 
@@ -339,11 +353,17 @@ def fedprox_runs(results: dict, epochs: int) -> dict[str, SeededRun]:
     }
 
 
-def rule_means(runs: dict[str, SeededRun]) -> dict[str, float | None]:
-    """{run: mean MM(0.90) over its seeds}, None where a seed never reached 90 % (not a contender)."""
+def rule_rounds(run: SeededRun, measure: str = MOVING_MEAN) -> PerSeed:
+    """Per seed: rounds to 90 % on the rule's `measure`."""
+    return search_rounds(run) if measure == MOVING_MEAN else run.rounds_to(SEARCH_TARGET)
+
+
+def rule_means(runs: dict[str, SeededRun], measure: str = MOVING_MEAN) -> dict[str, float | None]:
+    """{run: mean rounds to 90 % on `measure` over its seeds}, None where a seed never reached 90 % (not a
+    contender)."""
     means = {}
     for key, run in runs.items():
-        values = search_rounds(run)
+        values = rule_rounds(run, measure)
         means[key] = mean_sd(values)[0] if values and all(has_value(v) for v in values) else None
     return means
 
@@ -357,22 +377,23 @@ def tied_fewest(means: dict[str, float | None], order: Callable[[str], float]) -
     return sorted((k for k, m in known.items() if abs(m - fewest) <= 1e-9), key=order)
 
 
-def mu_rule(results: dict, epochs: int, profile: str) -> MuRule:
-    """The paper's rule on the FedProx runs at the paper's E `epochs`, each read on its seeds 0-2."""
+def mu_rule(results: dict, epochs: int, profile: str, measure: str = MOVING_MEAN) -> MuRule:
+    """The paper's rule on the FedProx runs at the paper's E `epochs`, each read on its seeds 0-2, ranked on
+    `measure`."""
     main = f"fedcurv_e{epochs}_fedprox"
     runs = {
         key: restricted
         for key, run in fedprox_runs(results, epochs).items()
         if (restricted := on_seeds(run, GRID_SEEDS)) is not None
     }
-    means = rule_means(runs)
+    means = rule_means(runs, measure)
 
     def by_mu(key: str) -> float:
         return float(runs[key].settings["algorithm"]["mu"])
 
     tied = tied_fewest(means, by_mu)
     missing = [key for key in DEFAULT_MU_GRID.get(epochs, ()) if key not in results] if profile == "default" else []
-    rule = MuRule(epochs, means, runs, main, tied, missing)
+    rule = MuRule(epochs, means, runs, main, tied, missing, measure=measure)
     if rule.decides and not rule.main_tied:
         largest = max(by_mu(k) for k in tied)
         rule.pick = runs[sorted(k for k in tied if by_mu(k) == largest)[0]]
@@ -696,9 +717,10 @@ def grid_search(results: dict, published: dict, out_dir: Path, profile: str) -> 
         "tie' with those it is not separated from (one seed never separates). A description, not a claim",
     ]
     notes += [
-        mu_rule(results, epochs, profile).words()
+        mu_rule(results, epochs, profile, measure).words()
         for epochs in EPOCHS
         if any(k[0] == epochs and k[1] == "fedprox" for k in groups)
+        for measure in RULE_MEASURES
     ]
     if profile == "default":
         notes.append(
@@ -953,8 +975,22 @@ def order_reading(
     )
 
 
-def at_pick(name: str, pick: SeededRun) -> str:
-    return f"{name} at μ = {pick.settings['algorithm']['mu']:g} (the rule's pick, seeds {seed_range(pick.seeds)})"
+def at_pick(name: str, pick: SeededRun, measure: str = MOVING_MEAN) -> str:
+    ranked = "" if measure == MOVING_MEAN else " on first crossing"
+    return (
+        f"{name} at μ = {pick.settings['algorithm']['mu']:g} (the rule's pick{ranked}, seeds {seed_range(pick.seeds)})"
+    )
+
+
+def distinct_picks(rules: Sequence[MuRule]) -> list[MuRule]:
+    """The rules whose pick is a run no earlier rule picked (the same run read twice is one reading)."""
+    seen: set[str] = set()
+    out = []
+    for rule in rules:
+        if rule.pick is not None and rule.pick.key not in seen:
+            seen.add(rule.pick.key)
+            out.append(rule)
+    return out
 
 
 def pick_readings(declared: Sequence[tuple[str, Measure]], rule: MuRule, make: Callable) -> list[Reading]:
@@ -973,12 +1009,13 @@ def pick_readings(declared: Sequence[tuple[str, Measure]], rule: MuRule, make: C
         return []
     out = []
     for name, measure in declared:
-        made = make(at_pick(name, rule.pick), measure, rule.pick)
+        label = at_pick(name, rule.pick, rule.measure)
+        made = make(label, measure, rule.pick)
         out.append(
             made
             if made is not None
             else not_measured(
-                at_pick(name, rule.pick),
+                label,
                 "the other runs have none of the pick's seeds here (a confirmatory sample stands in for them?)",
             )
         )
@@ -988,7 +1025,7 @@ def pick_readings(declared: Sequence[tuple[str, Measure]], rule: MuRule, make: C
 def order_claim(
     context: ReportContext,
     results: dict,
-    rules: dict[int, MuRule],
+    rules: dict[int, list[MuRule]],
     claim_id: str,
     text: str,
     subject: tuple[str, int],
@@ -1014,8 +1051,8 @@ def order_claim(
         for index, (name, measure) in enumerate(declared)
     ]
     prox = next((side for side in (faster, slower) if side[0] == "fedprox"), None)
-    rule = rules.get(prox[1]) if prox is not None else None
-    if rule is not None:
+    at_e = rules.get(prox[1], []) if prox is not None else []
+    if at_e:
 
         def make(name, measure, pick):
             mate = on_seeds(second if faster == prox else first, pick.seeds)
@@ -1026,11 +1063,15 @@ def order_claim(
                 name, measure, a, b, labels=(run_label(a, results.get(a.key)), run_label(b, results.get(b.key)))
             )
 
-        readings += pick_readings(declared, rule, make)
+        if any(rule.missing for rule in at_e):
+            readings += pick_readings(declared, at_e[0], make)
+        else:
+            for rule in distinct_picks(at_e):
+                readings += pick_readings(declared, rule, make)
     made = decided(
         claim_of_readings(PAPER, claim_id, text, paper, readings, setting_cell(context, keys, results), ROUNDS_UNIT)
     )
-    if rule is not None:
+    for rule in at_e:
         made.evidence += f" — {rule.words()}"
     return made
 
@@ -1146,7 +1187,7 @@ def below_reading(
     return reading(name, comparisons, f"{measure.words}; " + "; ".join(parts), primary)
 
 
-def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, MuRule]) -> Claim:
+def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, list[MuRule]]) -> Claim:
     """N1 (docs/claims-spec.md §2): FedProx's accuracy at the end is below FedCurv's, at E = 50 and at E = 10,
     Holm over the 2; R3 puts FedAvg in FedCurv's place."""
     keys = [key_of(a, e) for e in EPOCHS for a in ("fedprox", "fedcurv", "fedavg")]
@@ -1163,8 +1204,7 @@ def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, MuRu
         )
         for index, (name, measure, ref) in enumerate(STIFFNESS_READINGS)
     ]
-    picks = {e: pick for e in EPOCHS if e in rules and (pick := rules[e].pick) is not None}
-    incomplete = [rules[e] for e in EPOCHS if e in rules and rules[e].missing]
+    incomplete = [rules[e][0] for e in EPOCHS if e in rules and rules[e][0].missing]
     if incomplete:
         readings.append(
             not_measured(
@@ -1176,23 +1216,25 @@ def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, MuRu
                 + ": the rule is applied once every value has its seeds 0-2",
             )
         )
-    elif picks:
-        for name, measure, ref in STIFFNESS_READINGS:
-            pairs: list[tuple[int, SeededRun, SeededRun]] = [
-                (e, mate, pick)
-                for e, pick in picks.items()
-                if (mate := on_seeds(results[key_of(ref, e)], pick.seeds)) is not None
-            ]
-            label = (
-                f"{name} at the rule's μ ("
-                + ", ".join(f"{p.settings['algorithm']['mu']:g} at E = {e}" for e, p in picks.items())
-                + ", seeds 0-2)"
-            )
-            readings.append(
-                below_reading(label, measure, pairs, full=results)
-                if pairs
-                else not_measured(label, "the reference runs have none of the pick's seeds here")
-            )
+    else:
+        for measure_of_rule, picks in stiffness_picks(rules):
+            ranked = "" if measure_of_rule == MOVING_MEAN else " on first crossing"
+            for name, measure, ref in STIFFNESS_READINGS:
+                pairs: list[tuple[int, SeededRun, SeededRun]] = [
+                    (e, mate, pick)
+                    for e, pick in picks.items()
+                    if (mate := on_seeds(results[key_of(ref, e)], pick.seeds)) is not None
+                ]
+                label = (
+                    f"{name} at the rule's μ{ranked} ("
+                    + ", ".join(f"{p.settings['algorithm']['mu']:g} at E = {e}" for e, p in picks.items())
+                    + ", seeds 0-2)"
+                )
+                readings.append(
+                    below_reading(label, measure, pairs, full=results)
+                    if pairs
+                    else not_measured(label, "the reference runs have none of the pick's seeds here")
+                )
     ends = ", ".join(f"{results[key_of('fedprox', e)].last_round} (E = {e})" for e in EPOCHS)
     made = decided(
         claim_of_readings(
@@ -1210,8 +1252,25 @@ def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, MuRu
         "run past round 140 (Table 1's largest count); the gpu_day profile's 100 rounds come closer"
     )
     if rules:
-        made.evidence += " — " + "; ".join(rules[e].words() for e in EPOCHS if e in rules)
+        made.evidence += " — " + "; ".join(rule.words() for e in EPOCHS for rule in rules.get(e, []))
     return made
+
+
+def stiffness_picks(rules: dict[int, list[MuRule]]) -> list[tuple[str, dict[int, SeededRun]]]:
+    """Per rule measure, {E: the pick} where that measure's rule picks a run at some E; a measure whose picks
+    are an earlier measure's exactly adds no reading."""
+    out: list[tuple[str, dict[int, SeededRun]]] = []
+    for measure in RULE_MEASURES:
+        picks = {
+            e: rule.pick
+            for e in EPOCHS
+            for rule in rules.get(e, [])
+            if rule.measure == measure and rule.pick is not None
+        }
+        keys = {e: p.key for e, p in picks.items()}
+        if picks and all(keys != {e: p.key for e, p in earlier.items()} for _, earlier in out):
+            out.append((measure, picks))
+    return out
 
 
 # ---------------------------------------------------------------- the claims, and the report
@@ -1219,7 +1278,9 @@ def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, MuRu
 
 def claims(context: ReportContext, results: dict) -> list[Claim]:
     """Every FedCurv claim over its declared readings (docs/claims-spec.md §2 and A1)."""
-    rules = {epochs: mu_rule(results, epochs, context.profile) for epochs in EPOCHS}
+    rules = {
+        epochs: [mu_rule(results, epochs, context.profile, measure) for measure in RULE_MEASURES] for epochs in EPOCHS
+    }
     out = [order_claim(context, results, rules, *spec) for spec in ORDER_CLAIMS]
     return out + [gain_claim(context, results), stiffness_claim(context, results, rules)]
 

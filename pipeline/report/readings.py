@@ -8,23 +8,29 @@ or **failed** only when every reading gives that verdict, **inconclusive** when 
 **reading-dependent** otherwise, with each reading's verdict shown (`verdict`).
 
 Across the ledger, Holm over the claims: a claim's p is the p that decides its weakest reading
-(`claim_p`), and a held or failed claim stays so after the correction only if its adjusted p is below α
-(`ledger_holm`).
+(`claim_p`), and a held or failed claim stays so after the correction only if its adjusted p is below α;
+a reading-dependent claim keeps only the readings whose own p would survive in its place (`ledger_holm`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from pipeline.partition_sizes import partition_sizes, training_split
+from pipeline.partitioners import PartitionError
 from pipeline.report.seeds import ALPHA, FAILED, HELD, INCONCLUSIVE, Comparison, combine
 
 READING_DEPENDENT = "reading-dependent"
 NOT_MEASURED = "not measured"  # a declared reading this profile's runs cannot give (the row says why)
 STAR = "★"  # marks the paper's own reading
+PUBLISHED = Path(__file__).with_name("published.yaml")
 
 
 def holm_adjust(pvalues: Sequence[float]) -> list[float]:
@@ -137,15 +143,47 @@ def claim_p(readings: Iterable[Reading]) -> float | None:
 def ledger_holm(claims: Sequence, alpha: float = ALPHA) -> dict[str, tuple[float | None, str]]:
     """Holm across the ledger: {claim id: (adjusted p, status after the correction)} for every claim that
     was run. A held or failed claim keeps its verdict when its adjusted p is below α; otherwise it is
-    inconclusive after the correction; the others keep theirs."""
+    inconclusive after the correction. A reading-dependent claim is decided again over its readings, each
+    held or failed reading kept only where its own p, standing as the claim's in the ledger, survives
+    Holm (`corrected_readings`): one whose deciding readings all fall is inconclusive after the correction.
+    Inconclusive claims stay so."""
     run = [c for c in claims if c.status != "not run"]
     tested = [c for c in run if c.p is not None]
-    adjusted = dict(zip((c.id for c in tested), holm_adjust([c.p for c in tested])))
+    pvalues = [c.p for c in tested]
+    adjusted = dict(zip((c.id for c in tested), holm_adjust(pvalues)))
     out = {}
     for c in run:
         p = adjusted.get(c.id)
-        kept = c.status in (HELD, FAILED) and p is not None and p < alpha
-        out[c.id] = (p, c.status if kept or c.status not in (HELD, FAILED) else INCONCLUSIVE)
+        if c.status in (HELD, FAILED):
+            status = c.status if p is not None and p < alpha else INCONCLUSIVE
+        elif c.status == READING_DEPENDENT and getattr(c, "readings", None):
+            at = next((i for i, t in enumerate(tested) if t.id == c.id), None)
+            status = verdict(corrected_readings(c.readings, pvalues, at, alpha))
+        else:
+            status = c.status
+        out[c.id] = (p, status)
+    return out
+
+
+def corrected_readings(
+    readings: Sequence[Reading], pvalues: Sequence[float], at: int | None, alpha: float = ALPHA
+) -> list[Reading]:
+    """A reading-dependent claim's readings after the ledger's Holm: each held or failed reading's p put in
+    the claim's place `at` among the ledger's `pvalues` (appended where the claim has none) and adjusted;
+    a reading whose adjusted p is not below α becomes inconclusive."""
+    out = []
+    for r in readings:
+        if r.status not in (HELD, FAILED) or r.p is None:
+            out.append(r)
+            continue
+        ps = list(pvalues)
+        where = at if at is not None else len(ps)
+        if at is None:
+            ps.append(r.p)
+        else:
+            ps[at] = r.p
+        kept = holm_adjust(ps)[where] < alpha
+        out.append(r if kept else dataclasses.replace(r, status=INCONCLUSIVE))
     return out
 
 
@@ -219,6 +257,44 @@ def partition_dataset(partition: dict | None, default: str) -> str:
     return (partition or {}).get("dataset") or default
 
 
+def samples_a_client(partition: dict | None) -> str | None:
+    """Each client's training samples under a partition's settings, worded ("200", "17-288"), from the
+    partitioner's own arithmetic (pipeline/partition_sizes.py); None where only the data decides them."""
+    if not partition or partition.get("dataset") is None:
+        return None
+    split = training_split(partition["dataset"], None)
+    if split is None:
+        return None
+    try:
+        sizes = partition_sizes(partition, split).train_sizes
+    except (KeyError, PartitionError):
+        return None
+    if not sizes:
+        return None
+    low, high = min(sizes), max(sizes)
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+def partition_changes(ours: dict, theirs: dict) -> list[tuple[str, str]]:
+    """Where a stand-in partition differs from the paper's: the clients and each client's training samples
+    (a shard size alone says neither; the paper may give none)."""
+    changed = []
+    if ours.get("clients") != theirs.get("clients") and ours.get("clients") is not None:
+        changed.append((f"{ours['clients']} clients", f"{theirs.get('clients') or 'the data decides'}"))
+    ours_n, theirs_n = samples_a_client(ours), samples_a_client(theirs)
+    if ours_n is not None and ours_n != theirs_n:
+        changed.append((f"{ours_n} training samples a client", theirs_n or "the data decides"))
+    return changed
+
+
+@functools.cache
+def settings_not_given(paper: str) -> frozenset[str]:
+    """The settings `paper`'s text does not give (published.yaml `not_given`): the paper profile's value
+    for them is ours, and a setting cell must not set it beside the stand-in's as the paper's."""
+    published = yaml.safe_load(PUBLISHED.read_text()) or {}
+    return frozenset((published.get(paper) or {}).get("not_given", ()))
+
+
 def setting_of(runs: Sequence, records: Path | None = None) -> Setting:
     """The setting the first of `runs` trained (the claim's runs share it but for the method under test),
     from its resolved settings' `scaled` record: each scaled key as ours (the paper's)."""
@@ -228,20 +304,19 @@ def setting_of(runs: Sequence, records: Path | None = None) -> Setting:
         for k, v in (run.scaled or {}).items()
         if k not in ("seeds", "probe_rounds") and v.get("paper") != v.get("used")
     }
+    not_given = settings_not_given(run.settings.get("paper", ""))
     changed = []
     for key, form in SETTING_KEYS:
         if key in scaled:
             ours, theirs = scaled[key]["used"], scaled[key]["paper"]
-            changed.append((setting_value(key, form, ours), setting_value(key, form, theirs)))
+            paper_words = (
+                f"not given; our paper profile: {setting_value(key, form, theirs)}"
+                if key in not_given
+                else setting_value(key, form, theirs)
+            )
+            changed.append((setting_value(key, form, ours), paper_words))
     if "partition" in scaled and run.paper_partition and run.partition:
-        ours_p, theirs_p = run.partition, run.paper_partition
-        for name in ("clients", "shard_size", "samples_per_client"):
-            if ours_p.get(name) != theirs_p.get(name) and ours_p.get(name) is not None:
-                label = name.replace("_", " ")
-                theirs_value = theirs_p.get(name)
-                changed.append(
-                    (f"{label} {ours_p[name]}", f"{theirs_value}" if theirs_value is not None else f"no {label}")
-                )
+        changed += partition_changes(run.partition, run.paper_partition)
     dataset = run.settings.get("dataset", "")
     return Setting(
         dataset, partition_dataset(run.paper_partition, dataset), dataset_copy(records, dataset), tuple(changed)

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from pipeline.config import load_params
+from support.helpers import REPO
 from pipeline.errors import UserError
 from pipeline.papers import PAPERS
 from pipeline.report import __main__ as report_main
@@ -656,3 +657,106 @@ def test_the_ledger_headline_counts_raw_and_after_holm_by_hand():
         "1 not run; decided 3 of 4 (75%). **After Holm across the ledger** (α = 0.05 over the 4 claims with a "
         "p-value): 1 held, 0 failed, 0 reading-dependent, 3 inconclusive, 1 not run; decided 1 of 4."
     )
+
+
+def test_after_holm_a_reading_dependent_claim_keeps_only_the_readings_whose_own_p_survives():
+    """Worked by hand: a held (p = 0.001); b reading-dependent (a held reading at p = 0.04, an inconclusive one
+    at 0.3: claim p 0.3); c reading-dependent (held at 0.002, failed at 0.003, inconclusive at 0.3: claim p
+    0.3). Holm over the ledger's [0.001, 0.3, 0.3]: sorted 0.001·3 = 0.003, then max(0.3·2, 0.003) = 0.6, 0.6.
+    Claim b's held reading (p = 0.04) put in its place: [0.001, 0.04, 0.3] gives it max(0.04·2, 0.003) =
+    0.08, not below 0.05: inconclusive, and b (inconclusive + inconclusive) is inconclusive after Holm.
+    Claim c's readings: held at 0.002 in its place, [0.001, 0.3, 0.002]: sorted 0.001·3 = 0.003,
+    0.002·2 = 0.004 -> 0.004, kept; failed at 0.003: 0.003·2 = 0.006, kept: c stays reading-dependent."""
+    from types import SimpleNamespace
+
+    from pipeline.report.readings import Reading, ledger_holm
+    from pipeline.report.seeds import Comparison
+
+    def read(name, status, p):
+        effect = {"held": 1.0, "failed": -1.0}.get(status, 0.0)
+        return Reading(name, status, [Comparison(status, "", 3, 3, p=p, effect=effect)], "")
+
+    b = [read("R1", "held", 0.04), read("R2", "inconclusive", 0.3)]
+    c = [read("R1", "held", 0.002), read("R2", "failed", 0.003), read("R3", "inconclusive", 0.3)]
+    claims = [
+        SimpleNamespace(id="a", status="held", p=0.001, readings=[]),
+        SimpleNamespace(id="b", status="reading-dependent", p=0.3, readings=b),
+        SimpleNamespace(id="c", status="reading-dependent", p=0.3, readings=c),
+    ]
+    corrected = ledger_holm(claims)
+    assert {i: s for i, (_, s) in corrected.items()} == {"a": "held", "b": "inconclusive", "c": "reading-dependent"}
+    assert corrected["a"][0] == pytest.approx(0.003) and corrected["b"][0] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(
+    "ours, theirs, cell",
+    [
+        # MNIST in 96 x 2 one-label blocks: 306 is the largest block size that cuts 192 blocks from the class
+        # counts (5923 // 306 + 6742 // 306 + ... = 19 + 22 + 19 + 20 + 19 + 17 + 19 + 20 + 19 + 19 = 193;
+        # at 307 only 191), so a client holds 612; the stand-in's blocks of 100, 200.
+        (
+            {"dataset": "mnist", "scheme": "shards", "clients": 96, "shards_per_client": 2, "shard_size": 100, "seed": 0},
+            {"dataset": "mnist", "scheme": "shards", "clients": 96, "shards_per_client": 2, "seed": 0},
+            [("200 training samples a client", "612")],
+        ),
+        # 100 equal Dirichlet clients, 10 % held out: Fashion-MNIST's 60,000 -> 600 -> 540; CIFAR-10's 450.
+        (
+            {"dataset": "fashion_mnist", "scheme": "dirichlet", "clients": 100, "alpha": 0.1, "equal_size": True,
+             "val_fraction": 0.1, "seed": 0},
+            {"dataset": "cifar10", "scheme": "dirichlet", "clients": 100, "alpha": 0.1, "equal_size": True,
+             "val_fraction": 0.1, "seed": 0},
+            [("540 training samples a client", "450")],
+        ),
+        # The same clients and sizes: nothing to say (a shard size alone is not a difference).
+        (
+            {"dataset": "mnist", "scheme": "shards", "clients": 100, "shards_per_client": 2, "shard_size": 300, "seed": 0},
+            {"dataset": "mnist", "scheme": "shards", "clients": 100, "shards_per_client": 2, "seed": 0},
+            [],
+        ),
+    ],
+    ids=["fedcurv-shards", "tce-dirichlet", "same"],
+)
+def test_a_stand_in_partition_is_worded_as_clients_and_training_samples_a_client(ours, theirs, cell):
+    from pipeline.report.readings import partition_changes
+
+    assert partition_changes(ours, theirs) == cell
+
+
+def test_a_setting_the_paper_does_not_give_is_not_set_beside_ours_as_the_papers():
+    from types import SimpleNamespace
+
+    from pipeline.report.readings import setting_of
+
+    run = SimpleNamespace(
+        scaled={"rounds": {"paper": 200, "used": 30}, "lr": {"paper": 0.01, "used": 0.05}},
+        settings={"paper": "fedcurv", "dataset": "mnist"},
+        paper_partition=None,
+        partition=None,
+    )
+    assert setting_of([run]).cell() == (
+        "MNIST; 30 rounds (paper: not given; our paper profile: 200 rounds); lr 0.05 (paper: lr 0.01)"
+    )
+
+
+def test_every_look_names_a_claim_of_the_ledger_and_holds_the_keys_the_report_reads():
+    """pipeline/report/looks.yaml: each key a claim id of reports/claims.json, each entry's keys and values
+    of the allowed kinds, a date, a commit of this repository's history, `planned` null only on a first look."""
+    import datetime
+    import json
+    import subprocess
+
+    looks = yaml.safe_load((REPO / "pipeline" / "report" / "looks.yaml").read_text())
+    ids = {i for paper in json.loads((REPO / "reports" / "claims.json").read_text())["claims"].values() for i in paper}
+    assert set(looks) <= ids, sorted(set(looks) - ids)
+    verdicts = {"held", "failed", "reading-dependent", "inconclusive"}
+    for claim, entries in looks.items():
+        for n, entry in enumerate(entries or []):
+            assert set(entry) == {"commit", "date", "kind", "what", "verdict", "planned"}, (claim, entry)
+            assert entry["kind"] in {"stand-in", "seeds", "sample", "reading"}, (claim, entry)
+            assert entry["verdict"] in verdicts, (claim, entry)
+            assert isinstance(entry["date"], datetime.date) and isinstance(entry["what"], str), (claim, entry)
+            assert (entry["planned"] is None) == (n == 0), (claim, entry)
+            found = subprocess.run(
+                ["git", "cat-file", "-e", f"{entry['commit']}^{{commit}}"], cwd=REPO, capture_output=True
+            )
+            assert found.returncode == 0, (claim, entry["commit"])

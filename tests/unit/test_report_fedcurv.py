@@ -474,6 +474,59 @@ def test_where_the_rule_does_not_tie_the_main_runs_mu_its_pick_is_a_further_read
     assert slower.evidence.count("not decidable at this scale (ceiling)") == 4
 
 
+def spiked(round_: int, spike: int, total: int = 30) -> list[float]:
+    """reaching(round_) with one 0.92 alone at round `spike` (< round_ - 5): its first crossing of 90 % is that
+    round, while its 5-round moving mean still first reaches 90 % at round_ (one 0.92 among 0.5s: 0.584)."""
+    curve = reaching(round_, total)
+    curve[spike - 1] = 0.92
+    return curve
+
+
+def test_the_rule_on_the_papers_own_count_picks_another_mu_and_adds_its_readings():
+    # Seeds 0-2 of each value. Moving mean (A1): μ = 0.005 and the main run's 0.01 both reach 90 % at round 21
+    # on every seed: a tie holding 0.01, no pick. First crossing (the paper's Table 1 count): 0.005 touches 90 %
+    # alone at round 10 on every seed, 0.01 first at round 17 (21 - 4): 0.005 alone is the fewest, the pick.
+    # Its readings against FedAvg's seeds 0-2 (first crossing 20, moving mean 24): 10 and 3 rounds ahead on each
+    # of 3 seeds, a constant difference: the exact sign-flip test's p = 2/2^3 = 0.25, inconclusive. The main
+    # run is 3 rounds ahead of FedAvg on all 7 seeds on both measures (p = 2/2^7): held. The claim:
+    # reading-dependent, by the readings the paper's own count adds.
+    runs = e50_grid(
+        [21] * 7, {"2em2": [23] * 3, "1em1": [None] * 3, "1": [None] * 3, "1em3": [22] * 3}, [24] * 7, skip=("5em3",)
+    )
+    runs["fedcurv_grid_e50_standin_mu_5em3"] = run(
+        "fedcurv_grid_e50_standin_mu_5em3", {"name": "fedprox", "mu": 0.005}, 50, [spiked(21, 10)] * 3, trained=10
+    )
+    moving = fedcurv.mu_rule(runs, 50, "default")
+    crossing = fedcurv.mu_rule(runs, 50, "default", fedcurv.FIRST_CROSSING)
+    assert [moving.mu(k) for k in moving.tied] == [0.005, 0.01] and moving.pick is None
+    assert [crossing.mu(k) for k in crossing.tied] == [0.005] and crossing.pick.key.endswith("mu_5em3")
+    assert crossing.means["fedcurv_e50_fedprox"] == pytest.approx(17.0)
+    claim = {c.id: c for c in fedcurv.claims_of(context_of(runs, "default"))}["fedprox-e50-90-faster-than-fedavg"]
+    readings = readings_of(claim)
+    assert list(readings) == [
+        "R1 FC(0.90)",
+        "R2 MM(0.90)",
+        "R1 FC(0.90) at μ = 0.005 (the rule's pick on first crossing, seeds 0-2)",
+        "R2 MM(0.90) at μ = 0.005 (the rule's pick on first crossing, seeds 0-2)",
+    ]
+    assert [r.status for r in readings.values()] == ["held", "held", "inconclusive", "inconclusive"]
+    assert readings["R1 FC(0.90)"].p == pytest.approx(2 / 2**7)
+    assert readings["R1 FC(0.90) at μ = 0.005 (the rule's pick on first crossing, seeds 0-2)"].p == pytest.approx(0.25)
+    assert claim.status == "reading-dependent"
+    assert "first crossing, the paper's Table 1 count" in claim.evidence
+    assert "the claims' μ = 0.01 is among them: no further reading" in claim.evidence  # the moving mean's words
+
+
+def test_where_both_measures_pick_the_same_run_it_is_read_once():
+    runs = e50_grid(
+        [24, 25, 26, 25, 25, 25, 25],
+        {"1em3": [21, 20, 21], "5em3": [20, 21, 21], "2em2": [26, 26, 27], "1em1": [None] * 3, "1": [None] * 3},
+        [23, 24, 25, 24, 24, 24, 24],
+    )
+    claim = {c.id: c for c in fedcurv.claims_of(context_of(runs, "default"))}["fedprox-e50-90-faster-than-fedavg"]
+    assert len(claim.readings) == 4 and not any("first crossing" in r.name for r in claim.readings)
+
+
 def test_the_rule_waits_for_the_whole_grid():
     # 0.02's grid run has no results yet: the rule is not applied (0.02 could still be the fewest), the claim
     # says so in a reading not measured, and is decided by its own readings.

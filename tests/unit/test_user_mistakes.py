@@ -606,6 +606,29 @@ def test_a_read_only_reports_folder_is_refused(args, needles, trained):
     refused_unchanged(trained, args, needles, prefix=mounted(READ_ONLY_REPORTS))
 
 
+READ_ONLY = "mount --bind {0} {0} && mount -o remount,ro,bind {0}"
+
+
+@pytest.mark.parametrize(
+    "args, folder, needles",
+    [
+        (("pipeline.resolve",), "resolved", ("resolved", "Read-only file system", "make the folder writable")),
+        (("pipeline.partition", "p"), "reports/partitions", ("Read-only file system", "make the folder writable")),
+        (("pipeline.download", "mnist"), "data/prepared", ("data/prepared", "Read-only file system")),
+        # The whole project read-only (entered again after the mount): grid.yaml cannot be written.
+        (("pipeline.profile",), ".", ("grid.yaml", "Read-only file system")),
+    ],
+    ids=["resolve", "partition", "download", "profile"],
+)
+def test_a_read_only_output_folder_of_a_data_or_config_command_is_refused(args, folder, needles, trained):
+    """download, partition, resolve and profile: one line naming the file, nothing of the project changed."""
+    mirror = trained.parent / "mirror"
+    write_mnist(mirror / "mnist.npz")
+    env = child_env(FEDFORGET_DATA_MIRROR=str(mirror))
+    setup = READ_ONLY.format(folder) + ' && cd "$PWD"'
+    refused_unchanged(trained, args, needles, prefix=mounted(setup), env=env)
+
+
 def test_a_full_disk_for_checkpoints_is_refused(trained):
     """The seed starts training (no kept result on the new disk) and its first checkpoint cannot be written:
     the line names that file, and nothing of the committed outputs is rewritten (timing.json once was)."""
