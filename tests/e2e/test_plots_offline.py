@@ -127,3 +127,21 @@ def test_plots_page_draws_offline(tmp_path):
         f"no curve drawn offline: {pixels} px of the line's colour over {columns} columns "
         f"(want >= {MIN_CURVE_COLUMNS}); see {tmp_path / 'ours.png'}"
     )
+
+    # The README's command, `dvc plots diff --targets`, after an edit: the committed curve beside the
+    # workspace's, on the page DVC writes to dvc_plots/ in the repository's root (no -o), drawn offline.
+    repo.commit("the curve")
+    (root / "acc.tsv").write_text("step\ttest_accuracy\n" + rows.replace("\t0.", "\t0.0"))
+    repo.run(*dvc, "plots", "diff", "--targets", "acc.tsv")
+    page = root / "dvc_plots" / "index.html"
+    assert page.is_file() and "cdn.jsdelivr.net" not in page.read_text(encoding="utf-8")
+    screenshot(chrome, page, tmp_path / "diff.png", tmp_path / "profile-diff")
+    pixels, columns = curve_columns(tmp_path / "diff.png")
+    assert columns >= MIN_CURVE_COLUMNS, f"plots diff drew no curve offline ({pixels} px over {columns} columns)"
+
+
+def test_the_page_plots_diff_writes_in_the_repository_is_ignored_by_git():
+    """`dvc plots diff` without -o writes dvc_plots/ in the repository's root: git must not list it."""
+    for path in ("dvc_plots/index.html", "dvc_plots/static/a.svg"):
+        result = subprocess.run(["git", "check-ignore", "-q", path], cwd=REPO)
+        assert result.returncode == 0, f"{path} is not ignored by the repository's .gitignore"
