@@ -349,8 +349,10 @@ class ReportContext:
 
     def setting(self, *keys: str) -> str:
         """The setting of the claim on runs `keys` (the first that has results), beside the paper's."""
+        from pipeline.report.provenance import mixed_cpu_note  # provenance imports this module
+
         runs = [self.results[k] for k in keys if k in self.results]
-        return setting_of(runs, self.dataset_records).cell() if runs else ""
+        return setting_of(runs, self.dataset_records).cell() + mixed_cpu_note(runs) if runs else ""
 
     def runs_of(self, paper: str) -> dict[str, SeededRun]:
         """The paper's runs. A confirmatory sample (a run with `confirms`) is one only where it stands in for

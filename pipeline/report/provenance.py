@@ -37,6 +37,19 @@ def cpu_kind(timing: dict) -> str:
     return ", ".join(parts)
 
 
+def mixed_cpu_note(runs: Iterable[SeededRun]) -> str:
+    """"" where every seed of `runs` came from one CPU kind; else which kind trained which runs, for a claim's
+    setting cell (its comparisons then pair seeds whose bits come from different CPUs)."""
+    by_kind: dict[str, list[str]] = {}
+    for run in runs:
+        for kind in sorted({cpu_kind(seed.timing) for seed in run.results}):
+            by_kind.setdefault(kind, []).append(run.key)
+    if len(by_kind) < 2:
+        return ""
+    parts = [f"{kind} ({', '.join(sorted(keys))})" for kind, keys in sorted(by_kind.items())]
+    return f"; trained on {len(by_kind)} CPU kinds: " + "; ".join(parts)
+
+
 def commit(timing: dict) -> str:
     return timing.get("commit") or NOT_RECORDED
 

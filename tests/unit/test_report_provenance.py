@@ -109,3 +109,20 @@ def test_the_ledger_and_verify_draw_the_same_line_between_cpu_kinds():
             same_label = cpu_kind({"device": a}) == cpu_kind({"device": b})
             assert same_label == (cpu_identity(a) == cpu_identity(b)), (a, b)
     assert cpu_kind({"device": two_threads}) == "AMD EPYC, AVX512, 2 threads"
+
+
+def test_a_claims_setting_names_the_cpu_kinds_only_where_its_runs_mix_them():
+    from pipeline.report.provenance import mixed_cpu_note
+
+    xeon = {"type": "cpu", "name": "Intel(R) Xeon(R) Processor", "cpu_capability": "AVX512", "threads": 1}
+    one = runs(seed("a", 0, "fedavg", EPYC_512, "c", "d"), seed("b", 0, "fedavg", EPYC_512, "c", "d"))
+    assert mixed_cpu_note(one.values()) == ""
+    mixed = runs(
+        seed("a", 0, "fedavg", EPYC_512, "c", "d"),
+        seed("b", 0, "fedavg", EPYC_512, "c", "d"),
+        seed("c", 0, "fedavg", xeon, "c", "d"),
+    )
+    assert mixed_cpu_note(mixed.values()) == (
+        "; trained on 2 CPU kinds: AMD EPYC, AVX512, 1 thread (a, b); "
+        "Intel(R) Xeon(R) Processor, AVX512, 1 thread (c)"
+    )
