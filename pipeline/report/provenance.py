@@ -38,8 +38,8 @@ def cpu_kind(timing: dict) -> str:
 
 
 def mixed_cpu_note(runs: Iterable[SeededRun]) -> str:
-    """"" where every seed of `runs` came from one CPU kind; else which kind trained which runs, for a claim's
-    setting cell (its comparisons then pair seeds whose bits come from different CPUs)."""
+    """Which CPU kind trained which of `runs`, for a claim's setting cell (its comparisons then pair seeds
+    whose bits come from different CPUs); the empty string where every seed came from one kind."""
     by_kind: dict[str, list[str]] = {}
     for run in runs:
         for kind in sorted({cpu_kind(seed.timing) for seed in run.results}):

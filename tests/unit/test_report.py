@@ -13,13 +13,12 @@ import pytest
 import yaml
 
 from pipeline.config import load_params
-from support.helpers import REPO
 from pipeline.errors import UserError
 from pipeline.papers import PAPERS
 from pipeline.report import __main__ as report_main
 from pipeline.report import fedcurv
 from pipeline.report.common import NO_DIFF, ReportContext, load_results
-from support.helpers import PNG_SIGNATURE, require_paper
+from support.helpers import PNG_SIGNATURE, REPO, require_paper
 
 PAPERS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "papers"
 FEDCURV_PAPER = PAPERS_DIR / "000_b91613fb63fd152f.txt"
@@ -695,21 +694,49 @@ def test_after_holm_a_reading_dependent_claim_keeps_only_the_readings_whose_own_
         # counts (5923 // 306 + 6742 // 306 + ... = 19 + 22 + 19 + 20 + 19 + 17 + 19 + 20 + 19 + 19 = 193;
         # at 307 only 191), so a client holds 612; the stand-in's blocks of 100, 200.
         (
-            {"dataset": "mnist", "scheme": "shards", "clients": 96, "shards_per_client": 2, "shard_size": 100, "seed": 0},
+            {
+                "dataset": "mnist",
+                "scheme": "shards",
+                "clients": 96,
+                "shards_per_client": 2,
+                "shard_size": 100,
+                "seed": 0,
+            },
             {"dataset": "mnist", "scheme": "shards", "clients": 96, "shards_per_client": 2, "seed": 0},
             [("200 training samples a client", "612")],
         ),
         # 100 equal Dirichlet clients, 10 % held out: Fashion-MNIST's 60,000 -> 600 -> 540; CIFAR-10's 450.
         (
-            {"dataset": "fashion_mnist", "scheme": "dirichlet", "clients": 100, "alpha": 0.1, "equal_size": True,
-             "val_fraction": 0.1, "seed": 0},
-            {"dataset": "cifar10", "scheme": "dirichlet", "clients": 100, "alpha": 0.1, "equal_size": True,
-             "val_fraction": 0.1, "seed": 0},
+            {
+                "dataset": "fashion_mnist",
+                "scheme": "dirichlet",
+                "clients": 100,
+                "alpha": 0.1,
+                "equal_size": True,
+                "val_fraction": 0.1,
+                "seed": 0,
+            },
+            {
+                "dataset": "cifar10",
+                "scheme": "dirichlet",
+                "clients": 100,
+                "alpha": 0.1,
+                "equal_size": True,
+                "val_fraction": 0.1,
+                "seed": 0,
+            },
             [("540 training samples a client", "450")],
         ),
         # The same clients and sizes: nothing to say (a shard size alone is not a difference).
         (
-            {"dataset": "mnist", "scheme": "shards", "clients": 100, "shards_per_client": 2, "shard_size": 300, "seed": 0},
+            {
+                "dataset": "mnist",
+                "scheme": "shards",
+                "clients": 100,
+                "shards_per_client": 2,
+                "shard_size": 300,
+                "seed": 0,
+            },
             {"dataset": "mnist", "scheme": "shards", "clients": 100, "shards_per_client": 2, "seed": 0},
             [],
         ),

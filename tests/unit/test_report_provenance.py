@@ -123,6 +123,5 @@ def test_a_claims_setting_names_the_cpu_kinds_only_where_its_runs_mix_them():
         seed("c", 0, "fedavg", xeon, "c", "d"),
     )
     assert mixed_cpu_note(mixed.values()) == (
-        "; trained on 2 CPU kinds: AMD EPYC, AVX512, 1 thread (a, b); "
-        "Intel(R) Xeon(R) Processor, AVX512, 1 thread (c)"
+        "; trained on 2 CPU kinds: AMD EPYC, AVX512, 1 thread (a, b); Intel(R) Xeon(R) Processor, AVX512, 1 thread (c)"
     )
