@@ -10,8 +10,10 @@ pipeline/io.py's atomic writes, so a refused write leaves the last good file who
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
+from collections.abc import Iterator
 
 from pipeline.errors import UserError
 
@@ -25,11 +27,24 @@ ADVICE = {
 }
 
 
-def disk_error_line(error: OSError) -> str:
-    """One line naming the file, what the system said and what to do."""
+def disk_error_line(error: OSError, folder: str = "") -> str:
+    """One line naming the file (inside `folder` where the system gave only its name there), what the system
+    said and what to do."""
     where = error.filename or "a file"
+    if folder:
+        where = f"{folder}/ ({where})"
     said = error.strerror or str(error)
     return f"{where}: cannot be read or written ({said}); {ADVICE.get(error.errno, 'check the path and the disk, then rerun')}"
+
+
+@contextlib.contextmanager
+def writing_into(folder) -> Iterator[None]:
+    """Name `folder` in the line of a disk error met while replacing it (a folder swapped in whole reports
+    only the bare name of the file it could not remove)."""
+    try:
+        yield
+    except OSError as error:
+        raise UserError(disk_error_line(error, str(folder))) from None
 
 
 def refuse_disk_errors(main):

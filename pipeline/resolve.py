@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.config import derive_grid, load_checked_params
-from pipeline.disk_errors import refuse_disk_errors
+from pipeline.disk_errors import refuse_disk_errors, writing_into
 from pipeline.errors import exit_on_user_error
 from pipeline.inputs import RESOLVED_DIR
 from pipeline.io import atomic_dir, write_json
@@ -38,7 +38,8 @@ def main(argv=None) -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     params = load_checked_params()
     runs = list(derive_grid(params)["runs"])
-    write_resolved(params, runs)
+    with writing_into(RESOLVED_DIR):
+        write_resolved(params, runs)
     print(f"resolved {len(runs)} runs -> {RESOLVED_DIR}/")
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from pipeline.errors import UserError, exit_on_user_error
 from pipeline.options import RuntimeOptions
 from pipeline.paths import RESOLVED_DIR, RUNS_DIR
-from pipeline.report.provenance import cpu_identity
+from pipeline.report.common import cpu_identity
 
 # Outputs that must be the same bytes on the same CPU kind: all but timing.json (seconds, the commit) and the
 # figures (PNG bytes depend on the fonts and matplotlib build, not on the numbers).

@@ -12,6 +12,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -329,6 +330,45 @@ def load_results(runs, runs_dir: Path, partitions: Mapping[str, dict] | None = N
 # ---------------------------------------------------------------- what a paper's report reads
 
 
+# ---------------------------------------------------------------- what trained a seed (report/provenance.py counts it)
+
+NOT_RECORDED = "not recorded"
+
+
+def cpu_identity(device: dict) -> tuple:
+    """What decides a CPU's float32 bits here, from a timing.json's "device": the processor, its kernels
+    (AVX2 or AVX-512) and the threads a process used. `python -m pipeline.verify` compares seeds by it;
+    the ledger names it (cpu_kind)."""
+    return (device.get("type"), device.get("name"), device.get("cpu_capability"), device.get("threads"))
+
+
+def cpu_kind(timing: dict) -> str:
+    """'AMD EPYC, AVX512, 1 thread' from a seed's timing.json; NOT_RECORDED for seeds trained before
+    timing.json named its machine. A GPU seed is named by its device."""
+    kind, name, capability, threads = cpu_identity(timing.get("device") or {})
+    if not name:
+        return NOT_RECORDED
+    if (kind or "cpu") != "cpu":
+        return f"{name} ({kind})"
+    parts = [name, capability or "kernels not recorded"]
+    if threads is not None:
+        parts.append(f"{threads} thread{'s' if threads != 1 else ''}")
+    return ", ".join(parts)
+
+
+def mixed_cpu_note(runs: Iterable) -> str:
+    """Which CPU kind trained which of `runs`, for a claim's setting cell (its comparisons then pair seeds
+    whose bits come from different CPUs); the empty string where every seed came from one kind."""
+    by_kind: dict[str, list[str]] = {}
+    for run in runs:
+        for kind in sorted({cpu_kind(seed.timing) for seed in run.results}):
+            by_kind.setdefault(kind, []).append(run.key)
+    if len(by_kind) < 2:
+        return ""
+    parts = [f"{kind} ({', '.join(sorted(keys))})" for kind, keys in sorted(by_kind.items())]
+    return f"; trained on {len(by_kind)} CPU kinds: " + "; ".join(parts)
+
+
 @dataclass(frozen=True)
 class ReportContext:
     """Everything a paper's `build(context)` reads, and where it writes: no report module reads the working
@@ -349,8 +389,6 @@ class ReportContext:
 
     def setting(self, *keys: str) -> str:
         """The setting of the claim on runs `keys` (the first that has results), beside the paper's."""
-        from pipeline.report.provenance import mixed_cpu_note  # provenance imports this module
-
         runs = [self.results[k] for k in keys if k in self.results]
         return setting_of(runs, self.dataset_records).cell() + mixed_cpu_note(runs) if runs else ""
 

@@ -11,43 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from pipeline.report.common import RunResult, SeededRun
-
-NOT_RECORDED = "not recorded"
-
-
-def cpu_identity(device: dict) -> tuple:
-    """What decides a CPU's float32 bits here, from a timing.json's "device": the processor, its kernels
-    (AVX2 or AVX-512) and the threads a process used. `python -m pipeline.verify` compares seeds by it;
-    the ledger names it (cpu_kind)."""
-    return (device.get("type"), device.get("name"), device.get("cpu_capability"), device.get("threads"))
-
-
-def cpu_kind(timing: dict) -> str:
-    """'AMD EPYC, AVX512, 1 thread' from a seed's timing.json; NOT_RECORDED for seeds trained before
-    timing.json named its machine. A GPU seed is named by its device."""
-    kind, name, capability, threads = cpu_identity(timing.get("device") or {})
-    if not name:
-        return NOT_RECORDED
-    if (kind or "cpu") != "cpu":
-        return f"{name} ({kind})"
-    parts = [name, capability or "kernels not recorded"]
-    if threads is not None:
-        parts.append(f"{threads} thread{'s' if threads != 1 else ''}")
-    return ", ".join(parts)
-
-
-def mixed_cpu_note(runs: Iterable[SeededRun]) -> str:
-    """Which CPU kind trained which of `runs`, for a claim's setting cell (its comparisons then pair seeds
-    whose bits come from different CPUs); the empty string where every seed came from one kind."""
-    by_kind: dict[str, list[str]] = {}
-    for run in runs:
-        for kind in sorted({cpu_kind(seed.timing) for seed in run.results}):
-            by_kind.setdefault(kind, []).append(run.key)
-    if len(by_kind) < 2:
-        return ""
-    parts = [f"{kind} ({', '.join(sorted(keys))})" for kind, keys in sorted(by_kind.items())]
-    return f"; trained on {len(by_kind)} CPU kinds: " + "; ".join(parts)
+from pipeline.report.common import NOT_RECORDED, RunResult, SeededRun, cpu_kind
 
 
 def commit(timing: dict) -> str:

@@ -68,7 +68,7 @@ def test_the_engine_is_the_numeric_code_and_the_rest_decides_no_number():
 def test_train_stages_depend_on_the_fingerprints_and_no_module_directly():
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     assert stages["fingerprint"]["deps"] == ["pipeline"]
-    assert stages["fingerprint"]["outs"] == [{"fingerprint": {"cache": False}}]
+    assert stages["fingerprint"]["outs"] == [{"fingerprint": {"cache": False, "persist": True}}]
     deps = stages["train"]["do"]["deps"]
     assert "fingerprint/engine.json" in deps and "fingerprint/algorithms/${item.algorithm}.json" in deps
     assert not [dep for dep in deps if dep.startswith("pipeline")]

@@ -88,6 +88,7 @@ LAYERS = {
     "foundation": {
         "pipeline",
         "pipeline.errors",
+        "pipeline.disk_errors",
         "pipeline.io",
         "pipeline.paths",
         "pipeline.papers",

@@ -99,7 +99,7 @@ def test_a_gpu_seed_is_named_by_its_device_and_no_results_say_so():
 def test_the_ledger_and_verify_draw_the_same_line_between_cpu_kinds():
     # One definition of a CPU kind: seeds the ledger names apart, `pipeline.verify` compares as other kinds
     # (and vice versa), so a verify run never calls bytes from another kind a regression.
-    from pipeline.report.provenance import cpu_identity, cpu_kind
+    from pipeline.report.common import cpu_identity, cpu_kind
 
     two_threads = {**EPYC_512, "threads": 2}
     xeon = {**EPYC_512, "name": "Intel Xeon"}
@@ -112,7 +112,7 @@ def test_the_ledger_and_verify_draw_the_same_line_between_cpu_kinds():
 
 
 def test_a_claims_setting_names_the_cpu_kinds_only_where_its_runs_mix_them():
-    from pipeline.report.provenance import mixed_cpu_note
+    from pipeline.report.common import mixed_cpu_note
 
     xeon = {"type": "cpu", "name": "Intel(R) Xeon(R) Processor", "cpu_capability": "AVX512", "threads": 1}
     one = runs(seed("a", 0, "fedavg", EPYC_512, "c", "d"), seed("b", 0, "fedavg", EPYC_512, "c", "d"))

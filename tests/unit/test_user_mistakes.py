@@ -612,7 +612,7 @@ READ_ONLY = "mount --bind {0} {0} && mount -o remount,ro,bind {0}"
 @pytest.mark.parametrize(
     "args, folder, needles",
     [
-        (("pipeline.resolve",), "resolved", ("resolved", "Read-only file system", "make the folder writable")),
+        (("pipeline.resolve",), "resolved", ("resolved/ (", "Read-only file system", "make the folder writable")),
         (("pipeline.partition", "p"), "reports/partitions", ("Read-only file system", "make the folder writable")),
         (("pipeline.download", "mnist"), "data/prepared", ("data/prepared", "Read-only file system")),
         # The whole project read-only (entered again after the mount): grid.yaml cannot be written.
