@@ -97,6 +97,10 @@ def test_a_second_dvc_repro_while_one_runs_is_refused_and_leaves_the_state_consi
         while "Running stage" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert "Running stage" in log.read_text(), log.read_text()
+        # The case: the second follows an edit of params.yaml, so that it would rewrite resolved/.
+        params = built.root / "params.yaml"
+        params.write_text(params.read_text().replace("rounds: 150", "rounds: 149", 1))
+        assert "rounds: 149" in params.read_text()
         second = dvc_repro(built)
         still_running = first.poll() is None
     finally:
@@ -108,10 +112,13 @@ def test_a_second_dvc_repro_while_one_runs_is_refused_and_leaves_the_state_consi
     # DVC 3.67: "ERROR: failed to reproduce '<stage>': '<path>' is busy, it is being blocked by: ..."
     errors = [line for line in combined.splitlines() if line.startswith("ERROR")]
     assert len(errors) == 1 and ("is busy" in errors[0] or "lock" in errors[0].lower()), combined
-    # The first ran its stage alone (-s): the report, downstream, is behind its new timing records and
-    # nothing else is.
+    # The refused second wrote nothing: resolved/ is as committed, so the edit is still pending (resolve is
+    # behind params.yaml), and the first ran its stage alone (-s): the report is behind its new timing
+    # records. Nothing else is.
     status = built.run("dvc", "status")
-    assert [s for s in status.splitlines() if s and not s.startswith("\t")] == ["report:"], status
-    # Only the retrain's own timing records and dvc.lock moved; results are the same bytes on this CPU.
+    assert sorted(s for s in status.splitlines() if s and not s.startswith("\t")) == ["report:", "resolve:"], status
+    # Only the edit, the retrain's own timing records and dvc.lock moved; results are the same bytes on this CPU.
     changed = built.run("git", "status", "--porcelain", "--untracked-files=no").splitlines()
-    assert all(line.endswith(("timing.json", "dvc.lock")) for line in changed), changed
+    assert any(line.endswith("params.yaml") for line in changed), changed
+    assert all(line.endswith(("timing.json", "dvc.lock", "params.yaml")) for line in changed), changed
+    built.run("git", "checkout", "params.yaml")
