@@ -687,6 +687,17 @@ def test_after_holm_a_reading_dependent_claim_keeps_only_the_readings_whose_own_
     assert corrected["a"][0] == pytest.approx(0.003) and corrected["b"][0] == pytest.approx(0.6)
 
 
+# TCE's partition without its dataset: 100 equal Dirichlet(0.1) clients, 10 % of each held out.
+EQUAL_DIRICHLET = {
+    "scheme": "dirichlet",
+    "clients": 100,
+    "alpha": 0.1,
+    "equal_size": True,
+    "val_fraction": 0.1,
+    "seed": 0,
+}
+
+
 @pytest.mark.parametrize(
     "ours, theirs, cell",
     [
@@ -707,24 +718,8 @@ def test_after_holm_a_reading_dependent_claim_keeps_only_the_readings_whose_own_
         ),
         # 100 equal Dirichlet clients, 10 % held out: Fashion-MNIST's 60,000 -> 600 -> 540; CIFAR-10's 450.
         (
-            {
-                "dataset": "fashion_mnist",
-                "scheme": "dirichlet",
-                "clients": 100,
-                "alpha": 0.1,
-                "equal_size": True,
-                "val_fraction": 0.1,
-                "seed": 0,
-            },
-            {
-                "dataset": "cifar10",
-                "scheme": "dirichlet",
-                "clients": 100,
-                "alpha": 0.1,
-                "equal_size": True,
-                "val_fraction": 0.1,
-                "seed": 0,
-            },
+            {**EQUAL_DIRICHLET, "dataset": "fashion_mnist"},
+            {**EQUAL_DIRICHLET, "dataset": "cifar10"},
             [("540 training samples a client", "450")],
         ),
         # The same clients and sizes: nothing to say (a shard size alone is not a difference).
