@@ -165,12 +165,6 @@ class SeededRun:
         lasts = [r.rounds[-1] for r in self.results if r.rounds]
         return max(lasts) if lasts else None
 
-    def logged_curve(self, name: str) -> dict[int, float]:
-        """The seed's logged curve `name` ({round: value}); {} where it logged none or was built in memory."""
-        if self.folder is None:
-            return {}
-        return dict(zip(*read_tsv_column(curve_path(self.folder, name), name)))
-
     def paper_value(self, key: str):
         return self.results[0].paper_value(key)
 
