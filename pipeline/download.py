@@ -16,8 +16,7 @@ import os
 from pathlib import Path
 
 from pipeline.config import load_checked_params
-from pipeline.disk_errors import refuse_disk_errors
-from pipeline.errors import UserError, exit_on_user_error
+from pipeline.errors import UserError, exit_on_user_error, refuse_disk_errors
 from pipeline.inputs import (
     DATASETS,
     DatasetSpec,

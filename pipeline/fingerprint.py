@@ -32,7 +32,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-from pipeline.errors import exit_on_user_error
+from pipeline.errors import UserError, exit_on_user_error
 from pipeline.io import write_json
 
 OUTPUT = Path("fingerprint/engine.json")
@@ -110,9 +110,20 @@ def canonical(node) -> str:
     return f"{type(node).__name__}:{node!r}"
 
 
-def code_digest(source: str) -> str:
+def code_digest(source: str, path: str = "") -> str:
     """sha256 of a module's code: its syntax tree without docstrings, in canonical form."""
-    return hashlib.sha256(canonical(strip_docstrings(ast.parse(source))).encode()).hexdigest()
+    return hashlib.sha256(canonical(strip_docstrings(parse(source, path))).encode()).hexdigest()
+
+
+def parse(source: str, path: str = "") -> ast.Module:
+    """The module's syntax tree; a module Python cannot read is the user's edit to fix, said in one line."""
+    try:
+        return ast.parse(source)
+    except SyntaxError as error:
+        where = f"{path or error.filename or 'a module'}, line {error.lineno}"
+        raise UserError(
+            f"{where}: {error.msg}: Python cannot read it, so no stage can run it; fix it and rerun"
+        ) from None
 
 
 # ---------------------------------------------------------------- which modules a train stage runs
@@ -135,7 +146,7 @@ def imports_of(path: str, root: Path) -> set[str]:
     parts = Path(path).with_suffix("").parts
     package = parts[:-1] if parts[-1] == "__init__" else parts[:-1]
     names = []
-    for node in ast.walk(without_type_checking(ast.parse((root / path).read_text()))):
+    for node in ast.walk(without_type_checking(parse((root / path).read_text(), path))):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -210,7 +221,7 @@ def report_modules(root: Path) -> list[str]:
     papers = ast.literal_eval(
         next(
             node.value
-            for node in ast.walk(ast.parse((root / "pipeline/papers.py").read_text()))
+            for node in ast.walk(parse((root / "pipeline/papers.py").read_text(), "pipeline/papers.py"))
             if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TITLES"
         )
     )
@@ -218,7 +229,7 @@ def report_modules(root: Path) -> list[str]:
 
 
 def file_digests(paths, root: Path) -> dict[str, str]:
-    return {path: code_digest((root / path).read_text()) for path in sorted(paths)}
+    return {path: code_digest((root / path).read_text(), path) for path in sorted(paths)}
 
 
 def combined_digest(digests: dict) -> str:
@@ -264,7 +275,7 @@ def fingerprints(root: Path) -> tuple[dict, dict[str, dict]]:
         "sha256": combined_digest({**engine, **other}),
     }
     algorithms = {
-        name: {"file": path, "sha256": code_digest((root / path).read_text())}
+        name: {"file": path, "sha256": code_digest((root / path).read_text(), path)}
         for name, path in algorithm_files(root).items()
     }
     return record, algorithms

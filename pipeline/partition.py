@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.config import load_checked_params
-from pipeline.disk_errors import refuse_disk_errors
-from pipeline.errors import UserError, exit_on_user_error
+from pipeline.errors import UserError, exit_on_user_error, refuse_disk_errors
 from pipeline.inputs import PARTITION_RECORDS, PARTITIONS_DIR, dataset_spec, load_prepared_with_sha256
 from pipeline.io import atomic_dir, save_npz, sha256_file, write_json
 from pipeline.partition_sizes import dropped_samples_warning

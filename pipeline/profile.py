@@ -17,8 +17,7 @@ import re
 import yaml
 
 from pipeline.config import GRID_FILE, PARAMS_FILE, PROFILES, check_params, derive_grid, read_yaml
-from pipeline.disk_errors import refuse_disk_errors
-from pipeline.errors import UserError, exit_on_user_error
+from pipeline.errors import UserError, exit_on_user_error, refuse_disk_errors
 from pipeline.io import write_text
 from pipeline.runs import expand_templates
 from pipeline.yamlfile import load_yaml

@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 
 from pipeline.config import derive_grid, load_checked_params
-from pipeline.disk_errors import refuse_disk_errors, writing_into
-from pipeline.errors import exit_on_user_error
+from pipeline.errors import exit_on_user_error, refuse_disk_errors, writing_into
 from pipeline.inputs import RESOLVED_DIR
 from pipeline.io import atomic_dir, write_json
 from pipeline.runs import resolve_run

@@ -9,7 +9,7 @@ changed (pipeline.fingerprint's NOT_NUMERIC) writes them again from it, without 
 remove the result (`python -m pipeline.train RUN --retrain`).
 
 Files are written whole or not at all (pipeline.io.atomic_path) and carry a sha256 of their bytes: a
-file cut short or changed is never resumed from, and is said so.
+file cut short or changed is refused in one line naming it, never resumed from.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from pipeline import distributed
+from pipeline.errors import UserError
 from pipeline.io import atomic_path
 
 
@@ -90,14 +91,18 @@ def save_checked(obj, path: Path) -> None:
 
 
 def load_checked(path: Path, device: torch.device | str = "cpu"):
-    """What `save_checked` wrote, or None (and a note) when the file is cut short or its bytes changed."""
+    """What `save_checked` wrote, or None where there is none. A file cut short or with changed bytes is
+    refused (issue 54): nothing is trained on a state that is not the one saved, and deleting the file is
+    the user's call (the seed then trains again from round 1)."""
     if not path.is_file():
         return None
     raw = path.read_bytes()
     digest, _, payload = raw.partition(b"\n")
     if hashlib.sha256(payload).hexdigest().encode() != digest:
-        print(f"note: {path}: its checksum does not match its contents (cut short or changed); not used", flush=True)
-        return None
+        raise UserError(
+            f"{path}: its checksum does not match its contents (cut short or changed); delete it to train "
+            "that seed again from round 1"
+        )
     return torch.load(io.BytesIO(payload), weights_only=False, map_location=device)
 
 

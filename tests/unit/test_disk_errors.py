@@ -1,4 +1,4 @@
-"""pipeline/disk_errors.py: a full disk or a read-only folder met by download, partition, resolve or profile
+"""pipeline/errors.py's disk errors: a full disk or a read-only folder met by download, partition, resolve or profile
 is one line naming the file with what to do, and exit 2. The errors are constructed (the errno a full disk
 or a read-only mount gives) so that these run everywhere; tests/unit/test_user_mistakes.py meets the
 read-only case on a real mount where the kernel allows one."""
@@ -11,7 +11,7 @@ import os
 import pytest
 
 from pipeline import download, partition, profile, resolve
-from pipeline.disk_errors import disk_error_line
+from pipeline.errors import disk_error_line
 
 PARAMS = {
     "profile": "default",
@@ -69,7 +69,7 @@ def test_each_command_turns_a_full_disk_into_one_line_and_exit_2(command, monkey
     with pytest.raises(SystemExit) as exited:
         module.main(argv)
     assert exited.value.code == 2
-    # resolve replaces resolved/ whole, so its line names that folder too (disk_errors.writing_into)
+    # resolve replaces resolved/ whole, so its line names that folder too (errors.writing_into)
     where = "resolved/ (out/file.json)" if command == "resolve" else "out/file.json"
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: {where}: cannot be read or written (No space left on device); free space on that disk, then rerun"

@@ -8,6 +8,8 @@ import hashlib
 import io
 import json
 import shutil
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
@@ -202,3 +204,21 @@ def test_the_stage_writes_each_modules_digest_of_its_code(tmp_path, monkeypatch)
     assert written["engine"]["pipeline/rounds.py"] != hashlib.sha256(source.encode()).hexdigest()
     fedcurv = json.loads((tmp_path / fingerprint.ALGORITHM_OUTPUTS / "fedcurv.json").read_text())
     assert fedcurv["file"] == "pipeline/algorithms/fedcurv.py"
+
+
+def test_a_module_python_cannot_read_is_one_line_and_the_fingerprints_stay(tmp_path):
+    """A syntax error in an algorithm (a user's edit) is one line naming the file and the line, exit 2, no
+    traceback; the fingerprints written before are left as they were."""
+    copy_package(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pipeline.fingerprint"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    before = {p: p.read_bytes() for p in (tmp_path / "fingerprint").rglob("*.json")}
+    broken = tmp_path / "pipeline" / "algorithms" / "fedprox.py"
+    lines = broken.read_text().splitlines() + ["x = = 1"]
+    broken.write_text("\n".join(lines) + "\n")
+    done = subprocess.run([sys.executable, "-m", "pipeline.fingerprint"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: pipeline/algorithms/fedprox.py, line {len(lines)}: invalid syntax")
+    assert "fix it and rerun" in line
+    assert {p: p.read_bytes() for p in (tmp_path / "fingerprint").rglob("*.json")} == before

@@ -88,7 +88,6 @@ LAYERS = {
     "foundation": {
         "pipeline",
         "pipeline.errors",
-        "pipeline.disk_errors",
         "pipeline.io",
         "pipeline.paths",
         "pipeline.papers",

@@ -460,17 +460,18 @@ def kept_result(folder: Path, seed: int) -> Path:
     return path
 
 
-def test_a_kept_result_with_a_flipped_byte_is_not_used_and_the_seed_trains_again(trained):
-    """Kept results carry a sha256 of their bytes (pipeline.results): a changed one is said so and
-    the seed trains again, to the same numbers; the seed whose result is whole is taken from it."""
+def test_a_kept_result_with_a_flipped_byte_is_refused_and_once_deleted_the_seed_trains_again(trained):
+    """Kept results carry a sha256 of their bytes (pipeline.results): a changed one is refused in one line
+    naming it, nothing changed; deleted, its seed trains again, to the same numbers."""
     metrics = {
         seed: (trained / "reports" / "runs" / "r" / f"seed{seed}" / "metrics.json").read_bytes() for seed in (0, 1)
     }
     path = kept_result(trained, 0)
     flip_a_byte(path)
+    line = refused_unchanged(trained, ("pipeline.train", "r"), (str(path.relative_to(trained)), "checksum"))
+    assert "does not match its contents (cut short or changed); delete it to train that seed again" in line
+    path.unlink()
     log = ok(entry(trained, "pipeline.train", "r"))
-    assert f"note: {path.relative_to(trained)}: its checksum does not match its contents" in log
-    assert "r-seed0: ok" in log and "r-seed0: ok, final accuracy" in log
     seed0 = next(line for line in log.splitlines() if line.startswith("r-seed0: "))
     seed1 = next(line for line in log.splitlines() if line.startswith("r-seed1: "))
     assert "from its kept result" not in seed0 and "from its kept result" in seed1
@@ -498,9 +499,10 @@ main(["r", "--seed", "0", "--retrain"])
 """
 
 
-def test_a_checkpoint_with_a_flipped_byte_is_not_resumed_from(trained):
-    """Checkpoints carry a sha256 of their bytes: a changed one is said so and the seed trains from round 1,
-    to the numbers of an uninterrupted run; the same checkpoint unchanged is resumed from (the control)."""
+def test_a_checkpoint_with_a_flipped_byte_is_refused_not_resumed_from(trained):
+    """Checkpoints carry a sha256 of their bytes: a changed one is refused in one line naming it, nothing
+    changed; deleted, the seed trains from round 1 to the numbers of an uninterrupted run; an unchanged
+    checkpoint is resumed from (the control)."""
     metrics = (trained / "reports" / "runs" / "r" / "seed0" / "metrics.json").read_bytes()
     interrupted = subprocess.run(
         [sys.executable, "-c", INTERRUPTED_AT_ROUND_2],
@@ -515,9 +517,10 @@ def test_a_checkpoint_with_a_flipped_byte_is_not_resumed_from(trained):
     whole = checkpoint.read_bytes()
 
     flip_a_byte(checkpoint, offset=len(whole) - 100)  # in the saved state, past the checksum line
+    refused_unchanged(trained, ("pipeline.train", "r", "--seed", "0"), (checkpoint.name, "checksum"))
+    checkpoint.unlink()
     log = ok(entry(trained, "pipeline.train", "r", "--seed", "0"))
-    assert f"note: {checkpoint.relative_to(trained)}: its checksum does not match its contents" in log
-    assert "resuming" not in log
+    assert "resuming" not in log and "checksum" not in log
     assert (trained / "reports" / "runs" / "r" / "seed0" / "metrics.json").read_bytes() == metrics
 
     kept_result(trained, 0).unlink()
