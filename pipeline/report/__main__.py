@@ -17,10 +17,19 @@ from pipeline.inputs import read_resolved
 from pipeline.io import write_json, write_text
 from pipeline.papers import PAPERS, TITLES
 from pipeline.paths import DATASET_RECORDS, GRID_FILE, PARTITION_RECORDS, REPORTS_DIR, RUNS_DIR
-from pipeline.report.common import NC, ReportContext, SeededRun, accuracy_cell, fmt, fmt_stat, load_results
+from pipeline.report.common import (
+    NC,
+    ReportContext,
+    SeededRun,
+    accuracy_cell,
+    fmt,
+    fmt_stat,
+    load_results,
+    markdown_row,
+)
 from pipeline.report.confirmation import build_with_confirmations, sample_problems
 from pipeline.report.provenance import provenance_counts, provenance_section, trained_by_line
-from pipeline.report.readings import READING_DEPENDENT, ledger_holm, readings_cell
+from pipeline.report.readings import PRETTY, READING_DEPENDENT, ledger_holm, readings_cell
 from pipeline.report.seeds import K_LAST, RULE, has_value, mean_sd
 
 PUBLISHED = Path(__file__).with_name("published.yaml")
@@ -130,9 +139,22 @@ def claims_markdown(
         p, after = corrected.get(c.id, (None, c.status))
         holm = after + (f" (p = {p:.3g})" if p is not None else "")
         lines.append(
-            f"| {c.paper} | {c.text} | {c.setting or '—'} | {c.published} | {c.seeds} | {c.test} | "
-            f"**{c.status}** | {holm} | {readings_cell(c.readings) or '—'} | "
-            f"{looks_cell(c.id, looks) if c.status != 'not run' else '—'} | {c.evidence} | {c.power} |"
+            markdown_row(
+                [
+                    c.paper,
+                    c.text,
+                    c.setting or "—",
+                    c.published,
+                    c.seeds,
+                    c.test,
+                    f"**{c.status}**",
+                    holm,
+                    readings_cell(c.readings) or "—",
+                    looks_cell(c.id, looks) if c.status != "not run" else "—",
+                    c.evidence,
+                    c.power,
+                ]
+            )
         )
     if profile == "default":
         lines += [""] + [
@@ -222,8 +244,8 @@ def forgetting_section(results: dict[str, SeededRun]) -> list[str]:
         "got right and the new global model wrong, summed over clients and probed rounds. Mean ± sd over "
         "seeds; figures of seed 0. Probe cost = the probes' seconds over the rest of a probed round's.",
         "",
-        "| run | seeds | mean F_k by round | worst client | client sd | forgettable | probe cost | figures |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | trained on | seeds | mean F_k by round | worst client | client sd | forgettable | probe cost | figures |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for key, run in probed.items():
         by_round: dict[str, list] = {}
@@ -248,7 +270,7 @@ def forgetting_section(results: dict[str, SeededRun]) -> list[str]:
             else []
         )
         lines.append(
-            f"| {key} | {run.n} | {rounds or '—'} | {worst} | {spread} | {forgettable} | {cost} | "
+            f"| {key} | {trained_on(run)} | {run.n} | {rounds or '—'} | {worst} | {spread} | {forgettable} | {cost} | "
             f"{', '.join(figures) or '—'} |"
         )
     return lines + [""]
@@ -272,9 +294,9 @@ def example_events_section(results: dict[str, SeededRun]) -> list[str]:
         "clients that trained at least once (every client when C = 1); a centralised run is one client "
         "holding all data (trained in one round, as FedWAvg's centralised runs are, its optimiser state is never reset). Mean ± sd over seeds.",
         "",
-        "| run | seeds | clients | rounds × E, C | presentation events | forgotten | unforgettable | "
+        "| run | trained on | seeds | clients | rounds × E, C | presentation events | forgotten | unforgettable | "
         "never learned | forgettable (federated) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, run in counted.items():
         settings = run.settings
@@ -285,11 +307,23 @@ def example_events_section(results: dict[str, SeededRun]) -> list[str]:
         forgettable = probe_stat([r.summary.get("forgettable_total") for r in run.results], 0)
         clients = run.results[0].summary.get("example_events", {}).get("clients", "—")
         lines.append(
-            f"| {key} | {run.n} | {clients} | "
+            f"| {key} | {trained_on(run)} | {run.n} | {clients} | "
             f"{settings['rounds']} × {settings['local_epochs']}, C = {settings['client_fraction']:g} | "
             f"{' | '.join(counts)} | {forgettable} |"
         )
     return lines + [""]
+
+
+def trained_on(run: SeededRun) -> str:
+    """The dataset a run trained, and the paper's where the profile put a stand-in in its place: a run's key
+    ("tce_cifar10_…") names the paper's experiment, not always its data."""
+    dataset = run.settings.get("dataset")
+    if not dataset:
+        return "—"
+    data = PRETTY.get(dataset, dataset)
+    if run.paper_dataset != dataset:
+        data += f" (for {PRETTY.get(run.paper_dataset, run.paper_dataset)})"
+    return data
 
 
 def events_stat(run: SeededRun, name: str) -> str:
@@ -338,15 +372,15 @@ def index_markdown(
         "test samples of the classes the clients hold (`test_seen_classes`, FedWAvg's). Seconds: all "
         "seeds together. Runs of no paper (a researcher's own) are listed like any other.",
         "",
-        f"| run | paper | seeds | status | final accuracy | last {K_LAST} accuracy | rounds | seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| run | paper | trained on | seeds | status | final accuracy | last {K_LAST} accuracy | rounds | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for key, run in sorted(results.items()):
         where = {"validation": " (validation)", "test_seen_classes": " (seen classes)"}.get(
             run.settings.get("evaluate_on"), ""
         )
         lines.append(
-            f"| {key} | {run.paper or '—'} | {seeds_cell(run)} | {status_cell(run)} | "
+            f"| {key} | {run.paper or '—'} | {trained_on(run)} | {seeds_cell(run)} | {status_cell(run)} | "
             f"{accuracy_cell(run.final_accuracies(), 4)}{where} | "
             f"{accuracy_cell(run.accuracy_means(percent=False), 4)}{where} | {rounds_completed(run)} | "
             f"{fmt(seconds_total(run), 1)} |"

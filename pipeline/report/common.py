@@ -464,11 +464,16 @@ def diff_cell(values: list, paper, matches: bool, digits: int = 2) -> str:
     return f"{difference:.{digits}f}"
 
 
+def markdown_row(cells) -> str:
+    """A markdown table row; a `|` inside a cell is escaped so that it stays in its cell."""
+    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+
 def write_table(out_dir: Path, name: str, title: str, header: list[str], rows: list[list], notes: list[str]) -> None:
     """`name`.md (a titled markdown table with notes) and `name`.csv (the same cells)."""
     cells = [[fmt(c) if not isinstance(c, str) else c for c in row] for row in rows]
-    lines = [f"# {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    lines = [f"# {title}", "", markdown_row(header), "|" + "---|" * len(header)]
+    lines += [markdown_row(row) for row in cells]
     lines += [""] + [f"- {note}" for note in notes]
     write_text(out_dir / f"{name}.md", "\n".join(lines) + "\n")
     buffer = io.StringIO()

@@ -167,7 +167,8 @@ def write_sample_table(out_dir, claim: Claim, runs: dict[str, SeededRun | str]) 
         "claims.md); `first` is the side the claim says is better.",
         "NC: a seed without a value (diverged, or never reached the target), ranked as its run's worst "
         "outcome by the rule (docs/methodology.md).",
-    ]
+        f"The claim: {claim.text}.",
+    ] + ([f"Trained (ours, beside the paper's): {claim.setting}."] if claim.setting else [])
     write_table(
         out_dir,
         f"sample_{claim.id}",

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 from pipeline.report.common import (
@@ -1522,6 +1523,7 @@ def halving_claim(context: ReportContext, placed: dict) -> Claim:
         [placed[m].key for m in LONG],
         "points (share)",
         caveat=f"{mapping_text(placed['fedwavg'], 200, TABLES_6_8_ROUNDS)}; {E_CHOSEN}",
+        setting=experiment_setting(context.setting(*[placed[m].key for m in LONG]), TABLES_6_8_ROUNDS),
     )
 
 
@@ -1580,7 +1582,7 @@ def oscillation_claim(context: ReportContext, placed: dict, table45_placed: dict
     keys = [placed[m].key for m in LONG]
     setting = context.setting(*keys)
     if tables_run:
-        setting += f" | R2 (Tables 4-5): {context.setting(*table45_keys(table45_placed))}"
+        setting += f"; R2 (Tables 4-5): {context.setting(*table45_keys(table45_placed))}"
     return decided(context, claim_id, text, published, readings, keys, "points", caveat=E_CHOSEN, setting=setting)
 
 
@@ -1857,11 +1859,47 @@ def claims_of(context: ReportContext) -> list[Claim]:
     return claims(context, table1_runs(runs), by_clusters, table45_runs(runs)[0], long_runs(runs))
 
 
-def trained_note(context: ReportContext, runs) -> list[str]:
+def trained_note(context: ReportContext, runs, experiment_rounds: int | None = None) -> list[str]:
     """A table's note naming what its runs trained beside the paper's (readings.Setting.cell), one per distinct
-    setting."""
-    cells = list(dict.fromkeys(context.setting(run.key) for run in runs if run is not None))
+    setting; `experiment_rounds`: the paper's experiment the table comes from, where it is not the run's."""
+    cells = list(
+        dict.fromkeys(
+            experiment_setting(context.setting(run.key), experiment_rounds) for run in runs if run is not None
+        )
+    )
     return [f"trained (ours, beside the paper's): {cell}" for cell in cells if cell]
+
+
+def experiment_setting(setting: str, experiment_rounds: int | None) -> str:
+    """The setting with the paper's rounds of the experiment read (Tables 6-8: the 500-round one) in place of the
+    run's own (the long runs stand for Figures 2-3's 1,000 rounds too)."""
+    if not experiment_rounds:
+        return setting
+    return re.sub(
+        r"(\d+) rounds \(paper: (\d+) rounds\)",
+        lambda m: (
+            f"{m[1]} rounds (paper: {experiment_rounds} rounds in Tables 6-8's experiment, {m[2]} in Figures 2-3)"
+            if int(m[2]) != experiment_rounds
+            else m[0]
+        ),
+        setting,
+    )
+
+
+def sample_note(context: ReportContext, claim_id: str) -> list[str]:
+    """Where a confirmatory sample of fresh seeds decides the table's claim: the table shows the run's own seeds,
+    the sample's are in sample_<claim>.md (their verdict may differ from what these rows suggest)."""
+    sampling = sorted(
+        key
+        for key, run in context.results.items()
+        if claim_id in ((run.settings.get("confirms") or {}).get("claims") or [])
+    )
+    if not sampling:
+        return []
+    return [
+        f"{claim_id} is decided on the confirmatory sample {', '.join(sampling)} (fresh seeds), not on these rows: "
+        f"its seeds are in sample_{claim_id}.md"
+    ]
 
 
 def build(context: ReportContext) -> list[Claim]:
@@ -1874,8 +1912,9 @@ def build(context: ReportContext) -> list[Claim]:
     long_placed = figures(runs, out_dir)
     # Tables 2 and 6 (2:8, FedAvg): the paper's two experiments; say whether ours are two trainings.
     same_training = same_training_note(by_clusters.get((2, 8)), long_placed.get("fedavg"))
-    for name, clusters, _, _ in CLUSTER_TABLES:
+    for name, clusters, claim_id, _ in CLUSTER_TABLES:
         run = by_clusters.get(clusters)
+        sampled = sample_note(context, claim_id)
         count_table(
             name,
             f"FedWAvg Table {name[5]}: forgettable examples per client, FedAvg, {clusters_label(clusters)}",
@@ -1885,7 +1924,7 @@ def build(context: ReportContext) -> list[Claim]:
             out_dir,
             {run.key: run} if run else {},
             TABLES_2_3_ROUNDS,
-            ([same_training] if name == "table2" else []) + trained_note(context, [run]),
+            ([same_training] if name == "table2" else []) + trained_note(context, [run]) + sampled,
         )
     for method, name in LONG_TABLES.items():
         run = long_placed.get(method)
@@ -1898,6 +1937,6 @@ def build(context: ReportContext) -> list[Claim]:
             out_dir,
             {run.key: run} if run else {},
             TABLES_6_8_ROUNDS,
-            ([same_training] if name == "table6_fedavg" else []) + trained_note(context, [run]),
+            ([same_training] if name == "table6_fedavg" else []) + trained_note(context, [run], TABLES_6_8_ROUNDS),
         )
     return claims(context, table1_placed, by_clusters, table45_placed, long_placed)

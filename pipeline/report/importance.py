@@ -639,9 +639,9 @@ CNN_COMPUTE = (
     "has no room for the other three), the paper profile for all"
 )
 CIFAR_CNN_COMPUTE = (
-    "compute: the McMahan CNN on CIFAR-10 at the paper's settings (200 rounds of E = 10) is out of "
-    "the default profile's budget (5 rounds of E = 1 decided nothing, params.yaml); the paper "
-    "profile only"
+    "compute: the McMahan CNN on CIFAR-10 at the paper's settings (200 rounds of E = 10) is about 10.3 "
+    "CPU-hours a run of 3 seeds (python -m pipeline.plan --profile paper), one run four times the whole default "
+    "profile's 2.5 h budget (5 rounds of E = 1 decided nothing, params.yaml); the paper profile only"
 )
 RWALK_FULL_COST = "about 47 min at 7 seeds"  # a 100-round RWalk run here (docs/claims-spec.md, claim 18)
 

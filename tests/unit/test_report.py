@@ -591,11 +591,12 @@ def test_report_main_writes_index_and_claims_ledger(workdir, monkeypatch):
     index = (workdir / "reports" / "README.md").read_text()
     for name in ("table1.md", "grid_search.md", "figure1.png", "figure2.png"):
         assert f"(fedcurv/{name})" in index
-    assert "| fedcurv_e50_fedcurv | fedcurv | 3 (0, 1, 2) | ok | 0.9000 ± 0.0000 (n=3) |" in index
-    assert "| fedcurv_e10_fedcurv | fedcurv | 1 (0) | ok | 0.9000 (n=1) |" in index
+    # "trained on": these hand-made runs record no dataset
+    assert "| fedcurv_e50_fedcurv | fedcurv | — | 3 (0, 1, 2) | ok | 0.9000 ± 0.0000 (n=3) |" in index
+    assert "| fedcurv_e10_fedcurv | fedcurv | — | 1 (0) | ok | 0.9000 (n=1) |" in index
     # A researcher's own run: no paper, listed like any other; a diverged seed makes its accuracy NC.
     assert (
-        "| my_idea | — | 2 (0, 1) | 1 of 2 diverged | NC (1 of 2 diverged) | NC (1 of 2 diverged) | 2–3 | 5.0 |"
+        "| my_idea | — | — | 2 (0, 1) | 1 of 2 diverged | NC (1 of 2 diverged) | NC (1 of 2 diverged) | 2–3 | 5.0 |"
         in index
     )
     assert "0.6000" not in index  # the diverged seed's last accuracy is never shown as its final accuracy
