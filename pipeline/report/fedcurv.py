@@ -9,7 +9,7 @@ when every measured reading says so (common.claim_of_readings).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -64,8 +64,9 @@ HYPERPARAMETER = {"fedcurv": ("lambda", "λ"), "fedprox": ("mu", "μ")}
 # The paper's rule for λ and μ (§4, L130: "We looked for values that reached 90% test-accuracy in the smallest
 # number of rounds"), as docs/claims-spec.md A1 applies it to the stand-in's grid: the fewest mean rounds to
 # 90 % (5-round moving mean) over seeds 0-2 of each value, Table 1's own run read on its seeds 0-2 for it;
-# values with the same mean tie (no widening), and of tied values the largest is the rule's pick (the
-# tie-break A1 used to choose the main runs' μ = 0.01).
+# values with the same mean tie (no widening). The paper breaks no tie, so where the main runs' μ is not among
+# the tied values every tied value is read as a further reading (docs/claims-spec.md A1c, 2026-12-07; until
+# then only the largest, the tie-break A1 used to choose the main runs' μ = 0.01).
 GRID_SEEDS = (0, 1, 2)
 # The two measures the rule ranks the grid on: A1's moving mean, and the paper's own count of rounds (its
 # Table 1: the first round at or above the target; docs/claims-spec.md §2 R1★), read as well since
@@ -285,7 +286,9 @@ class MuRule:
     main: str  # Table 1's FedProx run at this E
     tied: list[str]  # the runs tied for the fewest mean (run keys, by μ)
     missing: list[str]  # grid runs the profile has that have no results yet
-    pick: SeededRun | None = None  # the rule's pick on seeds 0-2, where the main run's μ is not among the tied
+    picks: list[SeededRun] = field(
+        default_factory=list
+    )  # every tied run on seeds 0-2, where the main run's μ is not among them
     measure: str = MOVING_MEAN  # what the rule ranks on (RULE_MEASURES)
 
     def mu(self, key: str) -> float:
@@ -334,11 +337,11 @@ class MuRule:
         main_mu = self.mu(self.main)
         if self.main_tied:
             return f"{text}; the claims' μ = {main_mu:g} is among them: no further reading"
-        pick = f"{self.pick.settings['algorithm']['mu']:g}" if self.pick is not None else "none"
+        picks = ", ".join(f"{p.settings['algorithm']['mu']:g}" for p in self.picks) or "none"
         return (
-            f"{text}; the claims' μ = {main_mu:g} is not among them: the rule's pick (the largest tied), "
-            f"μ = {pick} on seeds {seed_range(list(GRID_SEEDS))}, is read as a further reading"
-            + ("" if self.measure == MOVING_MEAN else " (where the moving mean's pick is not the same run)")
+            f"{text}; the claims' μ = {main_mu:g} is not among them: every value the rule ties (the paper breaks "
+            f"no tie), μ = {picks} on seeds {seed_range(list(GRID_SEEDS))}, is read as a further reading"
+            + ("" if self.measure == MOVING_MEAN else " (where the moving mean's rule has not read the same run)")
         )
 
 
@@ -395,8 +398,7 @@ def mu_rule(results: dict, epochs: int, profile: str, measure: str = MOVING_MEAN
     missing = [key for key in DEFAULT_MU_GRID.get(epochs, ()) if key not in results] if profile == "default" else []
     rule = MuRule(epochs, means, runs, main, tied, missing, measure=measure)
     if rule.decides and not rule.main_tied:
-        largest = max(by_mu(k) for k in tied)
-        rule.pick = runs[sorted(k for k in tied if by_mu(k) == largest)[0]]
+        rule.picks = [runs[k] for k in tied]
     return rule
 
 
@@ -601,13 +603,12 @@ def rule_marks(members: list[SeededRun], complete: bool = True) -> dict[str, str
     marks = {key: f"not a contender: a seed never reached {SEARCH_TARGET:.0%}" for key, m in means.items() if m is None}
     if not tied:
         return marks
-    largest = max(value(k) for k in tied)
     for key in tied:
         text = f"tied for the fewest ({len(tied)})" if len(tied) > 1 else "the fewest"
         if key in RUN_KEYS:
             text += ": Table 1's run (the claims' value)"
-        elif complete and value(key) == largest and not any(k in RUN_KEYS for k in tied):
-            text += ": the rule's pick (the largest tied)"
+        elif complete and not any(k in RUN_KEYS for k in tied):
+            text += ": read as a further reading (the paper breaks no tie)"
         marks[key] = text
     return marks
 
@@ -978,39 +979,41 @@ def order_reading(
 def at_pick(name: str, pick: SeededRun, measure: str = MOVING_MEAN) -> str:
     ranked = "" if measure == MOVING_MEAN else " on first crossing"
     return (
-        f"{name} at μ = {pick.settings['algorithm']['mu']:g} (the rule's pick{ranked}, seeds {seed_range(pick.seeds)})"
+        f"{name} at μ = {pick.settings['algorithm']['mu']:g} (tied by the rule{ranked}, seeds {seed_range(pick.seeds)})"
     )
 
 
-def distinct_picks(rules: Sequence[MuRule]) -> list[MuRule]:
-    """The rules whose pick is a run no earlier rule picked (the same run read twice is one reading)."""
+def distinct_picks(rules: Sequence[MuRule]) -> list[tuple[MuRule, SeededRun]]:
+    """(rule, tied run) for every run a rule ties that no earlier rule tied (the same run read twice is one
+    reading)."""
     seen: set[str] = set()
     out = []
     for rule in rules:
-        if rule.pick is not None and rule.pick.key not in seen:
-            seen.add(rule.pick.key)
-            out.append(rule)
+        for pick in rule.picks:
+            if pick.key not in seen:
+                seen.add(pick.key)
+                out.append((rule, pick))
     return out
 
 
-def pick_readings(declared: Sequence[tuple[str, Measure]], rule: MuRule, make: Callable) -> list[Reading]:
-    """The claim's declared readings again with FedProx at the rule's pick (seeds 0-2), where the claims' μ is
-    not among the values the rule ties (A1); a not-measured reading where the grid is not complete. `make(name,
-    measure, pick)` reads one, or returns None where the pick's seeds are not the other run's."""
-    if rule.missing:
-        return [
-            not_measured(
-                "μ by the paper's rule (seeds 0-2)",
-                f"the grid at the paper's E = {rule.epochs} is not complete ({', '.join(rule.missing)} "
-                "not trained yet): the rule is applied once every value has its seeds 0-2",
-            )
-        ]
-    if rule.pick is None:
-        return []
+def grid_incomplete(rule: MuRule) -> Reading:
+    return not_measured(
+        "μ by the paper's rule (seeds 0-2)",
+        f"the grid at the paper's E = {rule.epochs} is not complete ({', '.join(rule.missing)} "
+        "not trained yet): the rule is applied once every value has its seeds 0-2",
+    )
+
+
+def pick_readings(
+    declared: Sequence[tuple[str, Measure]], rule: MuRule, pick: SeededRun, make: Callable
+) -> list[Reading]:
+    """The claim's declared readings again with FedProx at a μ the rule ties (seeds 0-2), where the claims' μ is
+    not among them (A1, A1c). `make(name, measure, pick)` reads one, or returns None where the pick's seeds are
+    not the other run's."""
     out = []
     for name, measure in declared:
-        label = at_pick(name, rule.pick, rule.measure)
-        made = make(label, measure, rule.pick)
+        label = at_pick(name, pick, rule.measure)
+        made = make(label, measure, pick)
         out.append(
             made
             if made is not None
@@ -1064,10 +1067,10 @@ def order_claim(
             )
 
         if any(rule.missing for rule in at_e):
-            readings += pick_readings(declared, at_e[0], make)
+            readings.append(grid_incomplete(at_e[0]))
         else:
-            for rule in distinct_picks(at_e):
-                readings += pick_readings(declared, rule, make)
+            for rule, pick in distinct_picks(at_e):
+                readings += pick_readings(declared, rule, pick, make)
     made = decided(
         claim_of_readings(PAPER, claim_id, text, paper, readings, setting_cell(context, keys, results), ROUNDS_UNIT)
     )
@@ -1222,12 +1225,13 @@ def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, list
             for name, measure, ref in STIFFNESS_READINGS:
                 pairs: list[tuple[int, SeededRun, SeededRun]] = [
                     (e, mate, pick)
-                    for e, pick in picks.items()
+                    for e, tied in picks.items()
+                    for pick in tied
                     if (mate := on_seeds(results[key_of(ref, e)], pick.seeds)) is not None
                 ]
                 label = (
-                    f"{name} at the rule's μ{ranked} ("
-                    + ", ".join(f"{p.settings['algorithm']['mu']:g} at E = {e}" for e, p in picks.items())
+                    f"{name} at every μ the rule ties{ranked} ("
+                    + "; ".join(f"{mu_list(tied)} at E = {e}" for e, tied in picks.items())
                     + ", seeds 0-2)"
                 )
                 readings.append(
@@ -1256,19 +1260,18 @@ def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, list
     return made
 
 
-def stiffness_picks(rules: dict[int, list[MuRule]]) -> list[tuple[str, dict[int, SeededRun]]]:
-    """Per rule measure, {E: the pick} where that measure's rule picks a run at some E; a measure whose picks
-    are an earlier measure's exactly adds no reading."""
-    out: list[tuple[str, dict[int, SeededRun]]] = []
+def mu_list(runs: Sequence[SeededRun]) -> str:
+    return ", ".join(f"{run.settings['algorithm']['mu']:g}" for run in runs)
+
+
+def stiffness_picks(rules: dict[int, list[MuRule]]) -> list[tuple[str, dict[int, list[SeededRun]]]]:
+    """Per rule measure, {E: the runs it ties} where that measure's rule ties runs without the claims' μ at some
+    E; a measure whose ties are an earlier measure's exactly adds no reading."""
+    out: list[tuple[str, dict[int, list[SeededRun]]]] = []
     for measure in RULE_MEASURES:
-        picks = {
-            e: rule.pick
-            for e in EPOCHS
-            for rule in rules.get(e, [])
-            if rule.measure == measure and rule.pick is not None
-        }
-        keys = {e: p.key for e, p in picks.items()}
-        if picks and all(keys != {e: p.key for e, p in earlier.items()} for _, earlier in out):
+        picks = {e: rule.picks for e in EPOCHS for rule in rules.get(e, []) if rule.measure == measure and rule.picks}
+        keys = {e: [p.key for p in tied] for e, tied in picks.items()}
+        if picks and all(keys != {e: [p.key for p in tied] for e, tied in earlier.items()} for _, earlier in out):
             out.append((measure, picks))
     return out
 

@@ -414,7 +414,7 @@ def test_the_rule_ties_values_of_equal_mean_and_reads_the_main_run_on_seeds_0_to
         [19, 20, 21, 28, 28, 28, 28],
     )
     rule = fedcurv.mu_rule(runs, 50, "default")
-    assert [rule.mu(k) for k in rule.tied] == [0.001, 0.005, 0.01] and rule.main_tied and rule.pick is None
+    assert [rule.mu(k) for k in rule.tied] == [0.001, 0.005, 0.01] and rule.main_tied and rule.picks == []
     assert rule.means["fedcurv_e50_fedprox"] == pytest.approx(21.0)
     assert rule.means["fedcurv_grid_e50_standin_mu_2em2"] == pytest.approx(67 / 3)
     assert rule.means["fedcurv_grid_e50_standin_mu_1em1"] is None
@@ -429,13 +429,13 @@ def test_the_rule_ties_values_of_equal_mean_and_reads_the_main_run_on_seeds_0_to
     assert "FedProx μ = 0.01 (paper: 0.00025)" in claim.setting and "E = 10 (paper: E = 50)" in claim.setting
 
 
-def test_where_the_rule_does_not_tie_the_main_runs_mu_its_pick_is_a_further_reading():
+def test_where_the_rule_does_not_tie_the_main_runs_mu_every_tied_value_is_a_further_reading():
     # Means over seeds 0-2: 1e-3 (21 + 20 + 21) / 3 = 20.67 and 5e-3 (20 + 21 + 21) / 3 = 20.67 tie for the
-    # fewest; the main run (μ = 0.01) 25, 0.02 26.3: 0.01 is not among the tied values, and the rule's pick is
-    # the largest tied, 0.005. Read on seeds 0-2 against FedAvg's seeds 0-2 (23, 24, 25), the pick is 3, 3 and 4
+    # fewest; the main run (μ = 0.01) 25, 0.02 26.3: 0.01 is not among the tied values, and the paper breaks no
+    # tie, so both are read (A1c). Read on seeds 0-2 against FedAvg's seeds 0-2 (23, 24, 25), 0.005 is 3, 3 and 4
     # rounds ahead: mean 10/3, sd 1/sqrt(3), t = (10/3) / (1/sqrt(3) / sqrt(3)) = 10, p = 1 - 10/sqrt(102) =
-    # 0.0099: held, on FC and MM alike. The main run is 1 round behind FedAvg on each of 7 seeds (p = 2/2^7):
-    # failed. The claim: reading-dependent.
+    # 0.0099: held, on FC and MM alike; 0.001 is 2, 4, 4 ahead. The main run is 1 round behind FedAvg on each of
+    # 7 seeds (p = 2/2^7): failed. The claim: reading-dependent.
     runs = e50_grid(
         [24, 25, 26, 25, 25, 25, 25],
         {"1em3": [21, 20, 21], "5em3": [20, 21, 21], "2em2": [26, 26, 27], "1em1": [None] * 3, "1": [None] * 3},
@@ -443,17 +443,20 @@ def test_where_the_rule_does_not_tie_the_main_runs_mu_its_pick_is_a_further_read
     )
     rule = fedcurv.mu_rule(runs, 50, "default")
     assert [rule.mu(k) for k in rule.tied] == [0.001, 0.005] and not rule.main_tied
-    assert rule.pick.key == "fedcurv_grid_e50_standin_mu_5em3" and rule.pick.seeds == [0, 1, 2]
+    assert [p.key for p in rule.picks] == ["fedcurv_grid_e50_standin_mu_1em3", "fedcurv_grid_e50_standin_mu_5em3"]
+    assert all(p.seeds == [0, 1, 2] for p in rule.picks)
     claims = {c.id: c for c in fedcurv.claims_of(context_of(runs, "default"))}
     claim = claims["fedprox-e50-90-faster-than-fedavg"]
     readings = readings_of(claim)
     assert list(readings) == [
         "R1 FC(0.90)",
         "R2 MM(0.90)",
-        "R1 FC(0.90) at μ = 0.005 (the rule's pick, seeds 0-2)",
-        "R2 MM(0.90) at μ = 0.005 (the rule's pick, seeds 0-2)",
+        "R1 FC(0.90) at μ = 0.001 (tied by the rule, seeds 0-2)",
+        "R2 MM(0.90) at μ = 0.001 (tied by the rule, seeds 0-2)",
+        "R1 FC(0.90) at μ = 0.005 (tied by the rule, seeds 0-2)",
+        "R2 MM(0.90) at μ = 0.005 (tied by the rule, seeds 0-2)",
     ]
-    pick = readings["R1 FC(0.90) at μ = 0.005 (the rule's pick, seeds 0-2)"]
+    pick = readings["R1 FC(0.90) at μ = 0.005 (tied by the rule, seeds 0-2)"]
     assert not pick.primary and pick.status == "held" and pick.comparisons[0].test == "paired t"
     assert pick.p == pytest.approx(paired_p(10.0)) and paired_p(10.0) == pytest.approx(0.0099, abs=1e-4)
     assert textbook_paired_p([3, 3, 4]) == pytest.approx(paired_p(10.0))
@@ -465,13 +468,13 @@ def test_where_the_rule_does_not_tie_the_main_runs_mu_its_pick_is_a_further_read
     assert claim.status == "reading-dependent"
     assert (
         "2 values tie, μ = 0.001, 0.005 (20.7 rounds; means: 0.001: 20.7, 0.005: 20.7, 0.01: 25.0, 0.02: 26.3, "
-        "0.1: NC, 1: NC); the claims' μ = 0.01 is not among them: the rule's pick (the largest tied), μ = 0.005 "
-        "on seeds 0-2, is read as a further reading"
+        "0.1: NC, 1: NC); the claims' μ = 0.01 is not among them: every value the rule ties (the paper breaks no "
+        "tie), μ = 0.001, 0.005 on seeds 0-2, is read as a further reading"
     ) in claim.evidence
-    # Claim 4 (95 %) takes the pick as well; no seed reaches 95 %, so every reading stays undecidable.
+    # Claim 4 (95 %) takes both tied values as well; no seed reaches 95 %, so every reading stays undecidable.
     slower = claims["fedprox-e50-95-slower-than-fedavg"]
-    assert len(slower.readings) == 4 and slower.status == "inconclusive"
-    assert slower.evidence.count("not decidable at this scale (ceiling)") == 4
+    assert len(slower.readings) == 6 and slower.status == "inconclusive"
+    assert slower.evidence.count("not decidable at this scale (ceiling)") == 6
 
 
 def spiked(round_: int, spike: int, total: int = 30) -> list[float]:
@@ -498,20 +501,20 @@ def test_the_rule_on_the_papers_own_count_picks_another_mu_and_adds_its_readings
     )
     moving = fedcurv.mu_rule(runs, 50, "default")
     crossing = fedcurv.mu_rule(runs, 50, "default", fedcurv.FIRST_CROSSING)
-    assert [moving.mu(k) for k in moving.tied] == [0.005, 0.01] and moving.pick is None
-    assert [crossing.mu(k) for k in crossing.tied] == [0.005] and crossing.pick.key.endswith("mu_5em3")
+    assert [moving.mu(k) for k in moving.tied] == [0.005, 0.01] and moving.picks == []
+    assert [crossing.mu(k) for k in crossing.tied] == [0.005] and crossing.picks[0].key.endswith("mu_5em3")
     assert crossing.means["fedcurv_e50_fedprox"] == pytest.approx(17.0)
     claim = {c.id: c for c in fedcurv.claims_of(context_of(runs, "default"))}["fedprox-e50-90-faster-than-fedavg"]
     readings = readings_of(claim)
     assert list(readings) == [
         "R1 FC(0.90)",
         "R2 MM(0.90)",
-        "R1 FC(0.90) at μ = 0.005 (the rule's pick on first crossing, seeds 0-2)",
-        "R2 MM(0.90) at μ = 0.005 (the rule's pick on first crossing, seeds 0-2)",
+        "R1 FC(0.90) at μ = 0.005 (tied by the rule on first crossing, seeds 0-2)",
+        "R2 MM(0.90) at μ = 0.005 (tied by the rule on first crossing, seeds 0-2)",
     ]
     assert [r.status for r in readings.values()] == ["held", "held", "inconclusive", "inconclusive"]
     assert readings["R1 FC(0.90)"].p == pytest.approx(2 / 2**7)
-    assert readings["R1 FC(0.90) at μ = 0.005 (the rule's pick on first crossing, seeds 0-2)"].p == pytest.approx(0.25)
+    assert readings["R1 FC(0.90) at μ = 0.005 (tied by the rule on first crossing, seeds 0-2)"].p == pytest.approx(0.25)
     assert claim.status == "reading-dependent"
     assert "first crossing, the paper's Table 1 count" in claim.evidence
     assert "the claims' μ = 0.01 is among them: no further reading" in claim.evidence  # the moving mean's words
@@ -524,7 +527,8 @@ def test_where_both_measures_pick_the_same_run_it_is_read_once():
         [23, 24, 25, 24, 24, 24, 24],
     )
     claim = {c.id: c for c in fedcurv.claims_of(context_of(runs, "default"))}["fedprox-e50-90-faster-than-fedavg"]
-    assert len(claim.readings) == 4 and not any("first crossing" in r.name for r in claim.readings)
+    # both measures tie 0.001 and 0.005 without 0.01: each tied value read once (2 declared readings each)
+    assert len(claim.readings) == 6 and not any("first crossing" in r.name for r in claim.readings)
 
 
 def test_the_rule_waits_for_the_whole_grid():
@@ -544,7 +548,11 @@ def test_the_rule_waits_for_the_whole_grid():
     # The default profile's grid names are awaited in the default profile only: elsewhere the rule reads the
     # values there are.
     paper = fedcurv.mu_rule(runs, 50, "paper")
-    assert paper.missing == [] and paper.main_tied is False and paper.pick.key == "fedcurv_grid_e50_standin_mu_5em3"
+    assert (
+        paper.missing == []
+        and paper.main_tied is False
+        and [p.key for p in paper.picks] == ["fedcurv_grid_e50_standin_mu_1em3", "fedcurv_grid_e50_standin_mu_5em3"]
+    )
 
 
 # ---------------------------------------------------------------- N1: FedProx's stiffness costs accuracy
@@ -815,10 +823,11 @@ def test_equal_means_are_tied_best_and_values_some_seeds_never_reached_are_not_c
     marks = fedcurv.best_marks(members)
     assert marks == {"a": "tied best (2): the same mean", "b": "tied best (2): the same mean"}
     assert fedcurv.best_marks([mu_run("c", 1e-1, [None, None])]) == {}
-    # The paper's rule on them: a and b tie (the same mean, whatever their seeds), b the largest: its pick.
+    # The paper's rule on them: a and b tie (the same mean, whatever their seeds), and the paper breaks no tie:
+    # both are read.
     assert fedcurv.rule_marks(members) == {
-        "a": "tied for the fewest (2)",
-        "b": "tied for the fewest (2): the rule's pick (the largest tied)",
+        "a": "tied for the fewest (2): read as a further reading (the paper breaks no tie)",
+        "b": "tied for the fewest (2): read as a further reading (the paper breaks no tie)",
         "c": "not a contender: a seed never reached 90%",
     }
 
@@ -898,10 +907,15 @@ def test_grid_search_reads_the_renamed_grid_and_table_1s_run_on_seeds_0_to_2(tmp
     assert main["trained E"] == "E=10" and main["the paper's rule"] == ""
     assert (
         rows["fedcurv_grid_e50_standin_mu_5em3"]["the paper's rule"]
-        == "tied for the fewest (2): the rule's pick (the largest tied)"
+        == "tied for the fewest (2): read as a further reading (the paper breaks no tie)"
     )
-    assert rows["fedcurv_grid_e50_standin_mu_1em3"]["the paper's rule"] == "tied for the fewest (2)"
+    assert rows["fedcurv_grid_e50_standin_mu_1em3"]["the paper's rule"] == (
+        "tied for the fewest (2): read as a further reading (the paper breaks no tie)"
+    )
     assert rows["fedcurv_grid_e50_standin_mu_1"]["the paper's rule"] == "not a contender: a seed never reached 90%"
     notes = (tmp_path / "grid_search.md").read_text()
-    assert "the claims' μ = 0.01 is not among them: the rule's pick (the largest tied), μ = 0.005" in notes
+    assert (
+        "the claims' μ = 0.01 is not among them: every value the rule ties (the paper breaks no tie), μ = 0.001, "
+        "0.005 on seeds 0-2" in notes
+    )
     assert "fedcurv_grid_e50_standin_mu_1em2" not in notes and "within one round" in notes  # named as the old rule
