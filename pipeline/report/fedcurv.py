@@ -976,11 +976,13 @@ def order_reading(
     )
 
 
+def ranked_on(measure: str) -> str:
+    """How a label names the rule's measure: nothing for A1's moving mean, the paper's count named."""
+    return "" if measure == MOVING_MEAN else " on first crossing"
+
+
 def at_pick(name: str, pick: SeededRun, measure: str = MOVING_MEAN) -> str:
-    ranked = "" if measure == MOVING_MEAN else " on first crossing"
-    return (
-        f"{name} at μ = {pick.settings['algorithm']['mu']:g} (tied by the rule{ranked}, seeds {seed_range(pick.seeds)})"
-    )
+    return f"{name} at μ = {pick.settings['algorithm']['mu']:g} (tied by the rule{ranked_on(measure)}, seeds {seed_range(pick.seeds)})"
 
 
 def distinct_picks(rules: Sequence[MuRule]) -> list[tuple[MuRule, SeededRun]]:
@@ -1221,7 +1223,7 @@ def stiffness_claim(context: ReportContext, results: dict, rules: dict[int, list
         )
     else:
         for measure_of_rule, picks in stiffness_picks(rules):
-            ranked = "" if measure_of_rule == MOVING_MEAN else " on first crossing"
+            ranked = ranked_on(measure_of_rule)
             for name, measure, ref in STIFFNESS_READINGS:
                 pairs: list[tuple[int, SeededRun, SeededRun]] = [
                     (e, mate, pick)
