@@ -154,7 +154,7 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
     assert events["unforgettable_examples"] + events["never_learned_examples"] + events["forgotten_examples"] == held
     curve = (run_folder(repo.root, PROBED_KEY, 0) / "plots" / "metrics" / "example_forgetting_events.tsv").read_text()
     assert sum(int(float(r.split("\t")[-1])) for r in curve.splitlines()[1:]) == events["forgetting_events"]
-    assert "## Example-forgetting events" in index and f"| {PROBED_KEY} | 2 | 8 | 2 × 1, C = 1 |" in index
+    assert "## Example-forgetting events" in index and f"| {PROBED_KEY} | MNIST | 2 | 8 | 2 × 1, C = 1 |" in index
     # The two seeds are two different trainings.
     assert (run_folder(repo.root, PROBED_KEY, 0) / "metrics.json").read_bytes() != (
         run_folder(repo.root, PROBED_KEY, 1) / "metrics.json"
