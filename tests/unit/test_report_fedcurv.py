@@ -919,3 +919,27 @@ def test_grid_search_reads_the_renamed_grid_and_table_1s_run_on_seeds_0_to_2(tmp
         "0.005 on seeds 0-2" in notes
     )
     assert "fedcurv_grid_e50_standin_mu_1em2" not in notes and "within one round" in notes  # named as the old rule
+
+
+def test_the_stiffness_claim_reads_every_tied_mu_once_per_measure():
+    """A1c: per measure, every value the rule ties at each E goes into one reading; a measure whose ties are an
+    earlier measure's exactly adds none."""
+    from types import SimpleNamespace
+
+    def rule(epochs, measure, keys):
+        picks = [SimpleNamespace(key=k) for k in keys]
+        return fedcurv.MuRule(epochs, {}, {}, "main", [], [], picks=picks, measure=measure)  # type: ignore[arg-type]
+
+    moving, crossing = fedcurv.MOVING_MEAN, fedcurv.FIRST_CROSSING
+    same = {50: [rule(50, moving, ["a", "b"]), rule(50, crossing, ["a", "b"])]}
+    assert [(m, {e: [p.key for p in t] for e, t in picks.items()}) for m, picks in fedcurv.stiffness_picks(same)] == [
+        (moving, {50: ["a", "b"]})
+    ]
+    more = {
+        50: [rule(50, moving, ["a", "b"]), rule(50, crossing, ["a", "b"])],
+        10: [rule(10, moving, []), rule(10, crossing, ["c", "d"])],
+    }
+    assert [(m, {e: [p.key for p in t] for e, t in picks.items()}) for m, picks in fedcurv.stiffness_picks(more)] == [
+        (moving, {50: ["a", "b"]}),
+        (crossing, {50: ["a", "b"], 10: ["c", "d"]}),
+    ]
