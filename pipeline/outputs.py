@@ -2,11 +2,13 @@
 reports/runs/<run>/seed<s>/:
 
     metrics.json              the headline numbers (`summarize`, `forgetting_summary`)
-    plots/metrics/<name>.tsv  every curve, one row per logged round (DVCLive's layout: `step` and the value)
+    plots/metrics/<name>.tsv  the curves dvc.yaml plots (PLOTTED_CURVES), one row per logged round
+                              (DVCLive's layout: `step` and the value)
+    curves.tsv                every other curve, one row per (curve, round): `curve`, `step`, `value`
     settings.json             the resolved settings it trained with, and what the profile scaled
     timing.json               seconds per round, the probes' share, the device, the code and the commit
-    forgetting/               the probes: round_<t>.json, forgettable.tsv, and for the run's first seed
-                              the figures (round_<t>.png, forgettable.png), the ones the reports show
+    forgetting/               the probes: rounds.json ({round: record}), forgettable.tsv, and for the run's
+                              first seed the figures (round_<t>.png, forgettable.png), the ones the reports show
 
 and the last model to data/models/<run>-seed<s>.pt (not a DVC output: `dvc repro -f` rebuilds it). The
 folder is built aside and swapped in whole, so a failure leaves the last good one.
@@ -14,6 +16,10 @@ folder is built aside and swapped in whole, so a failure leaves the last good on
 The curves and metrics are written here rather than through DVCLive, in its file layout, because a
 DVCLive `Live` opens the DVC repository each time (0.4-0.6 s a seed here, measured) and the curves are
 written once, at the end, from the history, where DVCLive's value is logging while training runs.
+
+Few files a seed, because every file under reports/runs/ is an entry in git's index, and `dvc exp run`
+rewrites that whole index once per stage (docs/commands.md): one file per curve and per probed round made
+7,854 entries and 70 s of `-S` bookkeeping. Only the curves `dvc plots` draws keep DVCLive's one file each.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import torch
 from pipeline import probe_files
 from pipeline.io import write_json, write_text
 from pipeline.metrics import rounds_to_accuracy
-from pipeline.paths import MODELS_DIR, RUNS_DIR
+from pipeline.paths import CURVES_FILE, MODELS_DIR, PLOTTED_CURVES, PROBES_FILE, RUNS_DIR
 from pipeline.results import save_torch
 from pipeline.training import AGGREGATION_LOG_PREFIX, SeedResult
 
@@ -130,10 +136,31 @@ def curves(history: list[dict], probes: dict) -> dict[str, list[tuple[int, objec
 def curve_text(name: str, rows: list[tuple[int, object]]) -> str:
     """One curve as DVCLive writes it: a tab-separated `step` and value column (csv's formatting)."""
     out = io.StringIO()
-    writer = csv.writer(out, delimiter="\t", lineterminator=os.linesep)
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
     writer.writerow(["step", name.rsplit("/", 1)[-1]])
     writer.writerows(rows)
     return out.getvalue()
+
+
+def curves_table_text(table: dict[str, list[tuple[int, object]]]) -> str:
+    """Several curves in one tab-separated file: a `curve`, `step`, `value` row per point, the curves in
+    name order (so the bytes do not depend on the order they were logged in), csv's formatting."""
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(["curve", "step", "value"])
+    for name in sorted(table):
+        writer.writerows((name, step, value) for step, value in table[name])
+    return out.getvalue()
+
+
+def write_curves(folder: Path, table: dict[str, list[tuple[int, object]]]) -> None:
+    """The plotted curves to plots/metrics/<name>.tsv, the rest to curves.tsv (none: no file)."""
+    others = {name: rows for name, rows in table.items() if name not in PLOTTED_CURVES}
+    for name in PLOTTED_CURVES:
+        if name in table:
+            write_text(folder / "plots" / "metrics" / f"{name}.tsv", curve_text(name, table[name]))
+    if others:
+        write_text(folder / CURVES_FILE, curves_table_text(others))
 
 
 def timing(result: SeedResult, speed: dict) -> dict:
@@ -157,13 +184,18 @@ def timing(result: SeedResult, speed: dict) -> dict:
     }
 
 
-def write_probes(folder: Path, key: str, probes: dict, figures: bool) -> None:
-    """forgetting/round_<t>.json per probed round and forgettable.tsv over rounds; with `figures`, their
-    PNGs too, titled with the (run, seed)'s `key`."""
+def write_probes(seed_folder: Path, key: str, probes: dict, figures: bool) -> None:
+    """forgetting/rounds.json (every probed round's record, PROBES_FILE) and forgettable.tsv over rounds; with
+    `figures`, their PNGs too, titled with the (run, seed)'s `key`."""
+    folder = seed_folder / PROBES_FILE.parent
     folder.mkdir(parents=True, exist_ok=True)
     held_out = "validation split" if probes.get("has_validation") else "training samples (no validation split)"
-    for round_, record in sorted(probes.get("rounds", {}).items()):
-        probe_files.write_probe(folder / f"round_{round_}.json", {**record, "held_out": held_out})
+    records = probes.get("rounds", {})
+    if records:
+        probe_files.write_probes(
+            seed_folder / PROBES_FILE, {round_: {**record, "held_out": held_out} for round_, record in records.items()}
+        )
+    for round_, record in sorted(records.items()):
         if figures:
             probe_files.plot_forgetting_heatmaps(
                 folder / f"round_{round_}.png", record, f"{key}: local client forgetting, round {round_}"
@@ -202,11 +234,10 @@ def write_seed(
             tmp_dir / "metrics.json",
             json.dumps({**summary, "step": history[-1]["round"] if history else 0}, indent=4) + "\n",
         )
-        for name, rows in curves(history, result.probes).items():
-            write_text(tmp_dir / "plots" / "metrics" / f"{name}.tsv", curve_text(name, rows))
+        write_curves(tmp_dir, curves(history, result.probes))
         write_json(tmp_dir / "settings.json", settings.record)
         write_json(tmp_dir / "timing.json", timing(result, speed))
-        write_probes(tmp_dir / "forgetting", settings.key, result.probes, figures)
+        write_probes(tmp_dir, settings.key, result.probes, figures)
         # The model before the swap: a model that cannot be written (a full disk) leaves the committed
         # folder as it was, not rewritten with a new timing.json (issue 54).
         save_torch(result.final, models_dir / f"{settings.key}.pt")

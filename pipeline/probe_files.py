@@ -51,18 +51,19 @@ def _unplain(value):
     return math.nan if value is None else value
 
 
-def write_probe(path, record: dict) -> None:
-    """Write a probe record as JSON, atomically; tensors become lists and NaN becomes null.
+def write_probes(path, records: dict[int, dict]) -> None:
+    """Every probed round's record in one JSON object keyed by the round, atomically; tensors become lists
+    and NaN becomes null.
 
     A local-client-forgetting record has keys round, clients (the cohort's client ids, in the order
     of the matrices' rows and columns), post (K×K), prior (K), difference (K×K) and F (K). A record
     must not use None for anything but a missing number: it reads back as NaN.
     """
-    write_json(path, _plain(record))
+    write_json(path, _plain(records))
 
 
-def read_probe(path) -> dict:
-    """Read a probe record written by `write_probe`; every null reads back as NaN."""
+def _load_object(path) -> dict:
+    """The JSON object in `path`, refused in one line when missing, cut short or not an object."""
     try:
         with open(path) as handle:
             data = json.load(handle)
@@ -72,7 +73,15 @@ def read_probe(path) -> dict:
         raise UserError(f"{path}: not a probe JSON file ({error})") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: a probe file must hold a JSON object, found {type(data).__name__}")
-    return _unplain(data)
+    return data
+
+
+def read_probes(path) -> dict[int, dict]:
+    """Read the records written by `write_probes`, {round: record}; every null reads back as NaN."""
+    data = _load_object(path)
+    if not all(key.isdigit() and isinstance(record, dict) for key, record in data.items()):
+        raise UserError(f"{path}: a probes file maps round numbers to records; retrain its run or restore it from git")
+    return {int(key): _unplain(record) for key, record in data.items()}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """What every paper's report needs: the runs' results over their seeds, tables with published numbers
 beside ours, figures, and claims decided on our numbers by the one rule of seeds.py.
 
-Layout read (written by the train stage): reports/runs/<run>/seed<s>/ holds metrics.json,
-settings.json (with "seed"), timing.json and plots/metrics/<name>.tsv.
+Layout read (written by the train stage, pipeline/outputs.py): reports/runs/<run>/seed<s>/ holds
+metrics.json, settings.json (with "seed"), timing.json, the plotted curves in plots/metrics/<name>.tsv and
+every other curve in curves.tsv.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Mapping
 
 from pipeline.errors import UserError
 from pipeline.io import atomic_path, write_text
+from pipeline.paths import CURVES_FILE, PLOTTED_CURVES
 from pipeline.report.readings import READING_DEPENDENT, Reading, claim_p, reading, setting_of, verdict
 from pipeline.report.seeds import (
     K_LAST,
@@ -77,7 +79,7 @@ class RunResult:
         """The seed's logged curve `name` ({round: value}); {} where it logged none or was built in memory."""
         if self.folder is None:
             return {}
-        return dict(zip(*read_tsv_column(curve_path(self.folder, name), name)))
+        return dict(zip(*read_curve(self.folder, name)))
 
     def paper_value(self, key: str):
         """A setting as the paper has it (before the default profile scaled it)."""
@@ -234,15 +236,31 @@ class SeededRun:
 
 
 def curve_path(folder: Path, name: str) -> Path:
-    """Where the train stage's DVCLive writes a seed's curve `name`."""
+    """Where the train stage writes a plotted curve `name` (PLOTTED_CURVES), in DVCLive's layout."""
     return folder / "plots" / "metrics" / f"{name}.tsv"
+
+
+def read_curve(folder: Path, name: str) -> tuple[list[int], list[float]]:
+    """A seed's curve `name` as (rounds, values), from its own file if plotted, else from curves.tsv;
+    ([], []) where the seed logged none."""
+    if name in PLOTTED_CURVES:  # DVCLive names the column by the curve's last path part
+        return read_tsv_column(curve_path(folder, name), name.rsplit("/", 1)[-1])
+    path = folder / CURVES_FILE
+    if not path.is_file():
+        return [], []
+    with open(path) as handle:
+        rows = [row for row in csv.DictReader(handle, delimiter="\t") if row.get("curve") == name]
+    return parse_curve(path, rows, "value")
 
 
 def read_tsv_column(path: Path, column: str) -> tuple[list[int], list[float]]:
     if not path.is_file():
         return [], []
     with open(path) as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
+        return parse_curve(path, list(csv.DictReader(handle, delimiter="\t")), column)
+
+
+def parse_curve(path: Path, rows: list[dict], column: str) -> tuple[list[int], list[float]]:
     try:
         return [int(r["step"]) for r in rows], [float(r[column]) for r in rows]
     except (KeyError, TypeError, ValueError) as error:

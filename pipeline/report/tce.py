@@ -23,7 +23,8 @@ from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.inputs import dataset_spec
-from pipeline.probe_files import draw_forgetting_row, read_probe
+from pipeline.paths import PROBES_FILE
+from pipeline.probe_files import draw_forgetting_row, read_probes
 from pipeline.report.common import (
     NC,
     NOT_RUN,
@@ -596,9 +597,9 @@ def forgetting_figures(runs: dict, out_dir: Path) -> dict:
         records = {}
         for method, run in pair.items():
             folder = run.results[0].folder
-            path = folder / "forgetting" / f"round_{round_}.json" if folder else None
-            if path and path.is_file():
-                records[method] = read_probe(path)
+            path = folder / PROBES_FILE if folder else None
+            if path and path.is_file() and round_ in (probed := read_probes(path)):
+                records[method] = probed[round_]
         if len(records) < 2:
             continue
         fig, axes = pyplot().subplots(2, 3, figsize=(17, 10))
@@ -616,7 +617,7 @@ def forgetting_figures(runs: dict, out_dir: Path) -> dict:
 
 def forgetting_values(run: SeededRun | None, round_: int) -> PerSeed:
     """Per seed: the cohort's mean F_k after `round_` (the summary's mean of the probe's F, the one in
-    forgetting/round_<t>.json; None: no probe that round). Seed s probes the same clients under CE and TCE
+    forgetting/rounds.json; None: no probe that round). Seed s probes the same clients under CE and TCE
     (the cohort is drawn by seed and round), so the two methods pair by seed."""
     if run is None:
         return PerSeed()

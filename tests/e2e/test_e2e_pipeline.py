@@ -69,7 +69,7 @@ def run_folder(root, key: str, seed: int = 0):
 def run_outputs(root, key: str) -> dict[str, bytes]:
     """metrics.json and every curve of one run, by path relative to the run folder."""
     folder = run_folder(root, key)
-    files = [folder / "metrics.json"] + sorted((folder / "plots" / "metrics").glob("*.tsv"))
+    files = [folder / "metrics.json", folder / "curves.tsv"] + sorted((folder / "plots" / "metrics").rglob("*.tsv"))
     return {str(path.relative_to(folder)): path.read_bytes() for path in files}
 
 
@@ -116,8 +116,12 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
     repo = built[0]
     for seed in (0, 1):
         folder = run_folder(repo.root, PROBED_KEY, seed) / "forgetting"
+        records = json.loads((folder / "rounds.json").read_text())
+        assert sorted(records) == ["1", "2"]  # every probed round in one file
+        assert sorted(p.name for p in folder.glob("*.json")) == ["rounds.json"]
         for round_ in (1, 2):
-            record = json.loads((folder / f"round_{round_}.json").read_text())
+            record = records[str(round_)]
+            assert record["round"] == round_
             assert len(record["clients"]) == 4 and len(record["post"]) == 4
             assert len(record["global_accuracy_per_client"]) == 8  # every client, not only the probed ones
             # The figures, those the reports show, for the run's first seed only.
@@ -152,8 +156,8 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
     assert events["clients"] == 8
     held = sum(json.loads((repo.root / "reports" / "partitions" / "shards" / "meta.json").read_text())["train_sizes"])
     assert events["unforgettable_examples"] + events["never_learned_examples"] + events["forgotten_examples"] == held
-    curve = (run_folder(repo.root, PROBED_KEY, 0) / "plots" / "metrics" / "example_forgetting_events.tsv").read_text()
-    assert sum(int(float(r.split("\t")[-1])) for r in curve.splitlines()[1:]) == events["forgetting_events"]
+    curve = repo.curve(PROBED_KEY, "example_forgetting_events")
+    assert sum(int(value) for value in curve.values()) == events["forgetting_events"]
     assert "## Example-forgetting events" in index and f"| {PROBED_KEY} | MNIST | 2 | 8 | 2 × 1, C = 1 |" in index
     # The two seeds are two different trainings.
     assert (run_folder(repo.root, PROBED_KEY, 0) / "metrics.json").read_bytes() != (

@@ -48,7 +48,8 @@ PARAMS = {
 
 def outputs(root) -> dict[str, bytes]:
     folder = root / "reports" / "runs" / KEY / "seed3"
-    files = [folder / "metrics.json", folder / "settings.json"] + sorted((folder / "plots" / "metrics").glob("*.tsv"))
+    files = [folder / "metrics.json", folder / "settings.json", folder / "curves.tsv"]
+    files += sorted((folder / "plots" / "metrics").rglob("*.tsv"))
     files += sorted((folder / "forgetting").glob("*.json")) + sorted((folder / "forgetting").glob("*.tsv"))
     return {str(path.relative_to(folder)): path.read_bytes() for path in files}
 

@@ -163,11 +163,16 @@ class Repo:
 
     def curve(self, run: str, name: str, seed: int = 0) -> dict[int, float]:
         """A run's logged curve `name` as {round: value}; {} where the run logged no such curve."""
-        path = self.root / "reports" / "runs" / run / f"seed{seed}" / "plots" / "metrics" / f"{name}.tsv"
-        if not path.exists():
+        folder = self.root / "reports" / "runs" / run / f"seed{seed}"
+        own_file = folder / "plots" / "metrics" / f"{name}.tsv"  # a plotted curve, DVCLive's layout
+        if own_file.exists():
+            with own_file.open() as handle:
+                return {int(row["step"]): float(row[name]) for row in csv.DictReader(handle, delimiter="\t")}
+        if not (folder / "curves.tsv").exists():
             return {}
-        with path.open() as handle:
-            return {int(row["step"]): float(row[name]) for row in csv.DictReader(handle, delimiter="\t")}
+        with (folder / "curves.tsv").open() as handle:  # every other curve: `curve`, `step`, `value`
+            rows = csv.DictReader(handle, delimiter="\t")
+            return {int(row["step"]): float(row["value"]) for row in rows if row["curve"] == name}
 
     def write_params(self, params: dict) -> None:
         (self.root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

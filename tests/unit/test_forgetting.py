@@ -21,9 +21,9 @@ from pipeline.forgetting import (
 from pipeline.probe_files import (
     plot_forgettable_curves,
     plot_forgetting_heatmaps,
-    read_probe,
+    read_probes,
     tick_positions,
-    write_probe,
+    write_probes,
 )
 from support.helpers import PNG_SIGNATURE
 from support.oracles import forgetting_events
@@ -196,14 +196,15 @@ def leftovers(folder):
 def test_probe_round_trip_with_nan(tmp_path):
     post, prior = t64([[0.7]]), t64([0.5])
     difference, average = local_client_forgetting(post, prior)
-    path = tmp_path / "probe.json"
-    write_probe(
-        path, {"round": 3, "clients": [7], "post": post, "prior": prior, "difference": difference, "F": average}
+    path = tmp_path / "rounds.json"
+    write_probes(
+        path, {3: {"round": 3, "clients": [7], "post": post, "prior": prior, "difference": difference, "F": average}}
     )
     text = path.read_text()
     assert "NaN" not in text and "null" in text
-    json.loads(text)  # strict JSON
-    back = read_probe(path)
+    assert list(json.loads(text)) == ["3"]  # strict JSON, keyed by the round
+    (round_, back), *others = read_probes(path).items()
+    assert round_ == 3 and others == []
     assert back["round"] == 3 and back["clients"] == [7]
     assert back["post"] == [[0.7]] and back["prior"] == [0.5]
     assert back["difference"][0][0] == pytest.approx(0.2)
@@ -211,14 +212,17 @@ def test_probe_round_trip_with_nan(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def test_read_probe_reports_missing_and_corrupt_files(tmp_path):
+def test_read_probes_reports_missing_and_corrupt_files(tmp_path):
     from pipeline.errors import UserError
 
     with pytest.raises(UserError, match="not found"):
-        read_probe(tmp_path / "absent.json")
+        read_probes(tmp_path / "absent.json")
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(UserError, match="bad.json"):
-        read_probe(tmp_path / "bad.json")
+        read_probes(tmp_path / "bad.json")
+    (tmp_path / "flat.json").write_text('{"round": 3, "F": [0.1]}')  # one record, not keyed by round
+    with pytest.raises(UserError, match="flat.json: a probes file maps round numbers to records"):
+        read_probes(tmp_path / "flat.json")
 
 
 def test_tick_positions():
@@ -233,20 +237,22 @@ def test_heatmap_png_written(tmp_path, k):
     g = torch.Generator().manual_seed(k)
     post, prior = torch.rand(k, k, generator=g, dtype=torch.float64), torch.rand(k, generator=g, dtype=torch.float64)
     difference, average = local_client_forgetting(post, prior)
-    probe = tmp_path / "probe.json"
-    write_probe(
+    probe = tmp_path / "rounds.json"
+    write_probes(
         probe,
         {
-            "round": 1,
-            "clients": list(range(10, 10 + k)),
-            "post": post,
-            "prior": prior,
-            "difference": difference,
-            "F": average,
+            1: {
+                "round": 1,
+                "clients": list(range(10, 10 + k)),
+                "post": post,
+                "prior": prior,
+                "difference": difference,
+                "F": average,
+            }
         },
     )
     png = tmp_path / "heatmaps.png"
-    plot_forgetting_heatmaps(png, read_probe(probe), f"round 1, K={k}")
+    plot_forgetting_heatmaps(png, read_probes(probe)[1], f"round 1, K={k}")
     assert png.read_bytes()[:8] == PNG_SIGNATURE
     assert leftovers(tmp_path) == []
 

@@ -845,8 +845,8 @@ def write_table1_pair(root: Path, dataset: str, central: list, federated: list, 
                 metrics["forgettable_total"] = count
             (folder / "metrics.json").write_text(json.dumps(metrics))
             losses = [fit.last_loss * 3] * (rounds - 1) + [fit.last_loss if clients > 1 else 0.04]
-            rows = "".join(f"{step}\t{value}\n" for step, value in enumerate(losses, start=1))
-            (folder / "plots" / "metrics" / "train_loss.tsv").write_text("step\ttrain_loss\n" + rows)
+            rows = "".join(f"train_loss\t{step}\t{value}\n" for step, value in enumerate(losses, start=1))
+            (folder / "curves.tsv").write_text("curve\tstep\tvalue\n" + rows)
     return list(names)
 
 

@@ -701,10 +701,11 @@ def test_table3_puts_the_weighted_average_beside_fedavg_seed_by_seed(tmp_path):
 
 
 def write_curve(root, key, seed, name, values):
-    folder = root / "reports" / "runs" / key / f"seed{seed}" / "plots" / "metrics"
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = "".join(f"{step}\t{value}\n" for step, value in enumerate(values, start=1))
-    (folder / f"{name}.tsv").write_text(f"step\t{name}\n{rows}")
+    """Add curve `name` to the seed's curves.tsv (`curve`, `step`, `value` rows, the train stage's layout)."""
+    path = root / "reports" / "runs" / key / f"seed{seed}" / "curves.tsv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = path.read_text() if path.exists() else "curve\tstep\tvalue\n"
+    path.write_text(text + "".join(f"{name}\t{step}\t{value}\n" for step, value in enumerate(values, start=1)))
 
 
 def test_table3_shows_the_weighted_averages_weight_spread_by_round(tmp_path):
