@@ -2,13 +2,14 @@
 reports/runs/<run>/seed<s>/:
 
     metrics.json              the headline numbers (`summarize`, `forgetting_summary`)
-    plots/metrics/<name>.tsv  the curves dvc.yaml plots (PLOTTED_CURVES), one row per logged round
-                              (DVCLive's layout: `step` and the value)
+    test_accuracy.tsv         the accuracy curve, one row per evaluated round (`step` and the value, as
+                              DVCLive writes a curve): dvc.yaml plots it
     curves.tsv                every other curve, one row per (curve, round): `curve`, `step`, `value`
     settings.json             the resolved settings it trained with, and what the profile scaled
     timing.json               seconds per round, the probes' share, the device, the code and the commit
-    forgetting/               the probes: rounds.json ({round: record}), forgettable.tsv, and for the run's
-                              first seed the figures (round_<t>.png, forgettable.png), the ones the reports show
+    forgetting/               the probes: rounds.json ({round: record}), forgettable.tsv, cohort_total.tsv
+                              (the cohort's forgettable examples per probed round, plotted), and for the
+                              run's first seed the figures (round_<t>.png, forgettable.png), the reports' ones
 
 and the last model to data/models/<run>-seed<s>.pt (not a DVC output: `dvc repro -f` rebuilds it). The
 folder is built aside and swapped in whole, so a failure leaves the last good one.
@@ -17,9 +18,11 @@ The curves and metrics are written here rather than through DVCLive, in its file
 DVCLive `Live` opens the DVC repository each time (0.4-0.6 s a seed here, measured) and the curves are
 written once, at the end, from the history, where DVCLive's value is logging while training runs.
 
-Few files a seed, because every file under reports/runs/ is an entry in git's index, and `dvc exp run`
-rewrites that whole index once per stage (docs/commands.md): one file per curve and per probed round made
-7,854 entries and 70 s of `-S` bookkeeping. Only the curves `dvc plots` draws keep DVCLive's one file each.
+Few files and folders a seed, because every file under reports/runs/ is an entry in git's index, which
+`dvc exp run` rewrites once per stage, and every file and folder an object it writes loose, whose count
+sets off git's automatic gc inside the experiment (docs/commands.md): one file per curve and per probed
+round in DVCLive's plots/metrics/ folders made 7,854 files and 2,591 folders, a gc in every experiment.
+Only the curves `dvc plots` draws keep a file each (PLOTTED_CURVES).
 """
 
 from __future__ import annotations
@@ -154,11 +157,11 @@ def curves_table_text(table: dict[str, list[tuple[int, object]]]) -> str:
 
 
 def write_curves(folder: Path, table: dict[str, list[tuple[int, object]]]) -> None:
-    """The plotted curves to plots/metrics/<name>.tsv, the rest to curves.tsv (none: no file)."""
+    """The plotted curves to their files (PLOTTED_CURVES), the rest to curves.tsv (none: no file)."""
     others = {name: rows for name, rows in table.items() if name not in PLOTTED_CURVES}
-    for name in PLOTTED_CURVES:
+    for name, path in PLOTTED_CURVES.items():
         if name in table:
-            write_text(folder / "plots" / "metrics" / f"{name}.tsv", curve_text(name, table[name]))
+            write_text(folder / path, curve_text(name, table[name]))
     if others:
         write_text(folder / CURVES_FILE, curves_table_text(others))
 

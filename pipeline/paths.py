@@ -18,8 +18,11 @@ RUNS_DIR = Path("reports/runs")  # <run>/seed<s>/: each seed's metrics, curves, 
 MODELS_DIR = Path("data/models")  # <run>-seed<s>.pt: each seed's last model (written, not tracked)
 REPORTS_DIR = Path("reports")  # the papers' tables and figures, the claims ledger (git)
 
-# Inside a seed folder (pipeline.outputs writes it, pipeline.report reads it). Few files a seed: each is an
-# entry in git's index, which `dvc exp run` rewrites once per stage (pipeline/outputs.py says more).
-PLOTTED_CURVES = ("test_accuracy", "forgettable/cohort_total")  # plots/metrics/<name>.tsv: dvc.yaml plots them
+# Inside a seed folder (pipeline.outputs writes it, pipeline.report reads it). Few files and folders a seed:
+# each is an entry in git's index and an object `dvc exp run` writes (pipeline/outputs.py says more).
+PLOTTED_CURVES = {  # the curves dvc.yaml plots, each its own `step` and value file
+    "test_accuracy": Path("test_accuracy.tsv"),
+    "forgettable/cohort_total": Path("forgetting/cohort_total.tsv"),
+}
 CURVES_FILE = Path("curves.tsv")  # every other curve: a `curve`, `step`, `value` row per point
 PROBES_FILE = Path("forgetting/rounds.json")  # every probed round's record, keyed by the round

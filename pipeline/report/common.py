@@ -2,8 +2,8 @@
 beside ours, figures, and claims decided on our numbers by the one rule of seeds.py.
 
 Layout read (written by the train stage, pipeline/outputs.py): reports/runs/<run>/seed<s>/ holds
-metrics.json, settings.json (with "seed"), timing.json, the plotted curves in plots/metrics/<name>.tsv and
-every other curve in curves.tsv.
+metrics.json, settings.json (with "seed"), timing.json, the plotted curves in their files
+(paths.PLOTTED_CURVES) and every other curve in curves.tsv.
 """
 
 from __future__ import annotations
@@ -65,6 +65,16 @@ class RunResult:
     @property
     def seconds(self) -> float | None:
         return self.timing.get("seconds_total")
+
+    @property
+    def example_events(self) -> int | None:
+        """Example-forgetting events over the seed's presentations (FedWAvg Table 1's centralised count)."""
+        return (self.summary.get("example_events") or {}).get("forgetting_events")
+
+    @property
+    def forgettable_total(self) -> int | None:
+        """Forgettable examples summed over the probed clients and rounds (FedWAvg Table 1's federated count)."""
+        return self.summary.get("forgettable_total")
 
     def rounds_to(self, target: float):
         """Rounds to reach `target`, or None (shown as NC) if the run never reached it. Taken from the
@@ -236,8 +246,8 @@ class SeededRun:
 
 
 def curve_path(folder: Path, name: str) -> Path:
-    """Where the train stage writes a plotted curve `name` (PLOTTED_CURVES), in DVCLive's layout."""
-    return folder / "plots" / "metrics" / f"{name}.tsv"
+    """Where the train stage writes a plotted curve `name` (PLOTTED_CURVES)."""
+    return folder / PLOTTED_CURVES[name]
 
 
 def read_curve(folder: Path, name: str) -> tuple[list[int], list[float]]:

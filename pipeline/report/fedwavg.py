@@ -44,6 +44,7 @@ import math
 import re
 from pathlib import Path
 
+from pipeline.paths import PLOTTED_CURVES
 from pipeline.report.common import (
     NOT_RUN,
     Claim,
@@ -63,7 +64,7 @@ from pipeline.report.common import (
     write_table,
 )
 from pipeline.report.fedwavg_table1_criteria import Regime, regimes
-from pipeline.report.readings import PRETTY, Reading, Setting, not_measured, reading, setting_of, with_holm
+from pipeline.report.readings import PRETTY, Reading, not_measured, reading, setting_of, with_holm
 from pipeline.report.seeds import (
     FAILED,
     HELD,
@@ -321,7 +322,7 @@ def file_is_prefix(short: Path, long: Path) -> bool:
     return bool(short_lines) and long.read_bytes().splitlines()[: len(short_lines)] == short_lines
 
 
-PREFIX_FILES = ("plots/metrics/test_accuracy.tsv", "forgetting/forgettable.tsv")
+PREFIX_FILES = (str(PLOTTED_CURVES["test_accuracy"]), "forgetting/forgettable.tsv")
 
 
 def prefix_seeds(short: SeededRun, long: SeededRun) -> list[int]:
@@ -413,8 +414,8 @@ def events(run: SeededRun | None, kind: str) -> PerSeed:
     if run is None:
         return PerSeed()
     if kind == "centralised":
-        return run.per_seed([(r.summary.get("example_events") or {}).get("forgetting_events") for r in run.results])
-    return run.per_seed([r.summary.get("forgettable_total") for r in run.results])
+        return run.per_seed([r.example_events for r in run.results])
+    return run.per_seed([r.forgettable_total for r in run.results])
 
 
 def ratios(placed: dict, dataset: str) -> PerSeed:
@@ -927,13 +928,6 @@ def table1_pairs(placed: dict) -> list[str]:
     return [d for d in TABLE1_DATASETS if (d, "centralised") in placed and (d, "federated") in placed]
 
 
-def dataset_words(setting: Setting) -> str:
-    text = PRETTY.get(setting.dataset, setting.dataset)
-    if setting.dataset != setting.paper_dataset:
-        text += f" standing in for {PRETTY.get(setting.paper_dataset, setting.paper_dataset)}"
-    return text + (f" ({setting.copy})" if setting.copy else "")
-
-
 def table1_setting(context: ReportContext, placed: dict) -> str:
     """Table 1's setting: the datasets trained (and the mirror's copy where it is one), then what the centralised
     and the federated runs scaled, beside the paper's; SVHN named as not run."""
@@ -941,7 +935,7 @@ def table1_setting(context: ReportContext, placed: dict) -> str:
     if not datasets:
         return ""
     settings = {key: setting_of([run], context.dataset_records) for key, run in placed.items() if key[0] in datasets}
-    parts = ["datasets: " + ", ".join(dataset_words(settings[(d, "federated")]) for d in datasets)]
+    parts = ["datasets: " + ", ".join(settings[(d, "federated")].dataset_words() for d in datasets)]
     for kind in ("centralised", "federated"):
         changed = list(
             dict.fromkeys(f"{ours} (paper: {theirs})" for d in datasets for ours, theirs in settings[(d, kind)].changed)

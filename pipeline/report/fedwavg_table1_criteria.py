@@ -75,14 +75,6 @@ def last_train_loss(result: RunResult) -> float | None:
     return curve[max(curve)] if curve else None
 
 
-def centralised_events(result: RunResult) -> int:
-    return (result.summary.get("example_events") or {}).get("forgetting_events") or 0
-
-
-def federated_events(result: RunResult) -> int:
-    return result.summary.get("forgettable_total") or 0
-
-
 def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
@@ -156,8 +148,8 @@ def fair_model(central: SeededRun, federated: SeededRun) -> Criterion:
 
 def enough_events(central: SeededRun, federated: SeededRun) -> Criterion:
     """C4: every seed has enough events on both sides for a ratio not decided by counting noise."""
-    fewest_c = min(centralised_events(r) for r in central.results)
-    fewest_f = min(federated_events(r) for r in federated.results)
+    fewest_c = min(r.example_events or 0 for r in central.results)
+    fewest_f = min(r.forgettable_total or 0 for r in federated.results)
     return Criterion(
         "C4 enough events",
         fewest_c >= EVENTS_MIN and fewest_f >= EVENTS_MIN,

@@ -231,12 +231,15 @@ class Setting:
     copy: str = ""  # the mirror copy's stand-in note (reports/datasets/<name>.json), where it is one
     changed: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # (ours, the paper's) per scaled key
 
-    def cell(self) -> str:
+    def dataset_words(self) -> str:
+        """The dataset trained, the paper's it stands in for where it is a stand-in, and the mirror copy's note."""
         data = PRETTY.get(self.dataset, self.dataset)
         if self.dataset != self.paper_dataset:
             data += f" standing in for {PRETTY.get(self.paper_dataset, self.paper_dataset)}"
-        if self.copy:
-            data += f" ({self.copy})"
+        return data + (f" ({self.copy})" if self.copy else "")
+
+    def cell(self) -> str:
+        data = self.dataset_words()
         parts = [data] + [f"{ours} (paper: {theirs})" for ours, theirs in self.changed]
         return (
             "; ".join(parts)

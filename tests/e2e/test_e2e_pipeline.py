@@ -69,7 +69,7 @@ def run_folder(root, key: str, seed: int = 0):
 def run_outputs(root, key: str) -> dict[str, bytes]:
     """metrics.json and every curve of one run, by path relative to the run folder."""
     folder = run_folder(root, key)
-    files = [folder / "metrics.json", folder / "curves.tsv"] + sorted((folder / "plots" / "metrics").rglob("*.tsv"))
+    files = [folder / "metrics.json", folder / "curves.tsv", folder / "test_accuracy.tsv"]
     return {str(path.relative_to(folder)): path.read_bytes() for path in files}
 
 
@@ -138,11 +138,7 @@ def test_probed_run_writes_forgetting_heatmaps_and_forgettable_counts(built):
         timing = json.loads((run_folder(repo.root, PROBED_KEY, seed) / "timing.json").read_text())
         assert timing["probe_seconds_total"] > 0
         # The cohort's forgettable total as a DVCLive curve, one row per probed round, equal to the tsv's sum.
-        curve = (
-            (run_folder(repo.root, PROBED_KEY, seed) / "plots" / "metrics" / "forgettable" / "cohort_total.tsv")
-            .read_text()
-            .splitlines()
-        )
+        curve = (run_folder(repo.root, PROBED_KEY, seed) / "forgetting" / "cohort_total.tsv").read_text().splitlines()
         assert len(curve) == 1 + 2
         assert sum(int(float(r.split("\t")[-1])) for r in curve[1:]) == metrics["forgettable_total"]
     # The index links the heatmaps and the forgettable curve of the probed run.

@@ -48,8 +48,7 @@ PARAMS = {
 
 def outputs(root) -> dict[str, bytes]:
     folder = root / "reports" / "runs" / KEY / "seed3"
-    files = [folder / "metrics.json", folder / "settings.json", folder / "curves.tsv"]
-    files += sorted((folder / "plots" / "metrics").rglob("*.tsv"))
+    files = [folder / "metrics.json", folder / "settings.json", folder / "curves.tsv", folder / "test_accuracy.tsv"]
     files += sorted((folder / "forgetting").glob("*.json")) + sorted((folder / "forgetting").glob("*.tsv"))
     return {str(path.relative_to(folder)): path.read_bytes() for path in files}
 

@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 import yaml
 
+from pipeline.paths import PLOTTED_CURVES
+
 REPO = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VENV_BIN = Path(sys.executable).parent
@@ -164,10 +166,12 @@ class Repo:
     def curve(self, run: str, name: str, seed: int = 0) -> dict[int, float]:
         """A run's logged curve `name` as {round: value}; {} where the run logged no such curve."""
         folder = self.root / "reports" / "runs" / run / f"seed{seed}"
-        own_file = folder / "plots" / "metrics" / f"{name}.tsv"  # a plotted curve, DVCLive's layout
-        if own_file.exists():
-            with own_file.open() as handle:
-                return {int(row["step"]): float(row[name]) for row in csv.DictReader(handle, delimiter="\t")}
+        if name in PLOTTED_CURVES:  # a file of its own, its column named by the curve's last part
+            if not (folder / PLOTTED_CURVES[name]).exists():
+                return {}
+            with (folder / PLOTTED_CURVES[name]).open() as handle:
+                column = name.rsplit("/", 1)[-1]
+                return {int(row["step"]): float(row[column]) for row in csv.DictReader(handle, delimiter="\t")}
         if not (folder / "curves.tsv").exists():
             return {}
         with (folder / "curves.tsv").open() as handle:  # every other curve: `curve`, `step`, `value`

@@ -26,13 +26,13 @@ TABLE = {
 
 def test_plotted_curves_keep_their_own_file_and_the_rest_share_curves_tsv_in_name_order(tmp_path):
     write_curves(tmp_path, TABLE)
-    metrics = tmp_path / "plots" / "metrics"
-    assert (metrics / "test_accuracy.tsv").read_text() == "step\ttest_accuracy\n1\t0.5\n2\t0.625\n"
-    assert (metrics / "forgettable" / "cohort_total.tsv").read_text() == "step\tcohort_total\n2\t7\n"
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.tsv")) == [
+    assert (tmp_path / "test_accuracy.tsv").read_text() == "step\ttest_accuracy\n1\t0.5\n2\t0.625\n"
+    assert (tmp_path / "forgetting" / "cohort_total.tsv").read_text() == "step\tcohort_total\n2\t7\n"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
         "curves.tsv",
-        "plots/metrics/forgettable/cohort_total.tsv",
-        "plots/metrics/test_accuracy.tsv",
+        "forgetting",
+        "forgetting/cohort_total.tsv",
+        "test_accuracy.tsv",
     ]
     assert (tmp_path / "curves.tsv").read_text() == (
         "curve\tstep\tvalue\n"
@@ -71,7 +71,8 @@ def test_every_probed_round_in_one_rounds_json(tmp_path):
 
 
 def old_layout_seed(folder: Path) -> None:
-    """A seed folder as the train stage wrote it before: one file per curve, one per probed round."""
+    """A seed folder as the train stage wrote it up to 94956abe: one file per curve in DVCLive's folders,
+    one per probed round."""
     metrics = folder / "plots" / "metrics"
     (metrics / "forgettable").mkdir(parents=True)
     (metrics / "forgetting").mkdir()
@@ -105,4 +106,33 @@ def test_migration_gives_the_bytes_todays_writers_give(tmp_path):
     written = {p.relative_to(new).as_posix(): p.read_bytes() for p in new.rglob("*") if p.is_file()}
     assert migrated.pop("metrics.json") == b"{}\n"
     assert migrated == written
-    assert not (old / "plots" / "metrics" / "forgetting").exists()  # emptied folders go too
+    assert not (old / "plots").exists()  # emptied folders go too
+
+
+def test_migration_from_the_interim_layout_moves_the_plotted_curves(tmp_path):
+    """2d979079's layout: curves.tsv and rounds.json as today, the plotted curves still in plots/metrics/."""
+    folder = tmp_path / "seed0"
+    (folder / "plots" / "metrics" / "forgettable").mkdir(parents=True)
+    (folder / "forgetting").mkdir()
+    (folder / "metrics.json").write_text("{}\n")
+    (folder / "curves.tsv").write_text("curve\tstep\tvalue\ntrain_loss\t1\t2.25\n")
+    (folder / "forgetting" / "rounds.json").write_text('{"3": {"F": [0.5]}}\n')
+    (folder / "plots" / "metrics" / "test_accuracy.tsv").write_text("step\ttest_accuracy\n1\t0.5\n")
+    (folder / "plots" / "metrics" / "forgettable" / "cohort_total.tsv").write_text("step\tcohort_total\n2\t7\n")
+    before = {p.name: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "migrate_seed_layout.py"), str(folder)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    after = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert after == {
+        "metrics.json": before["metrics.json"],
+        "curves.tsv": before["curves.tsv"],
+        "forgetting/rounds.json": before["rounds.json"],
+        "test_accuracy.tsv": before["test_accuracy.tsv"],
+        "forgetting/cohort_total.tsv": before["cohort_total.tsv"],
+    }
+    assert not (folder / "plots").exists()

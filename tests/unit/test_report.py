@@ -115,7 +115,7 @@ def write_run(
     paper=None writes settings without a "paper" key (a researcher's own run)."""
     accuracy = accuracy if accuracy is not None else [0.6, 0.8, 0.9]
     folder = root / "reports" / "runs" / key / f"seed{seed}"
-    (folder / "plots" / "metrics").mkdir(parents=True)
+    folder.mkdir(parents=True)
     final = final_accuracy if final_accuracy is not None else (accuracy[-1] if accuracy else None)
     summary = {
         "status": status,
@@ -144,7 +144,7 @@ def write_run(
     (folder / "settings.json").write_text(json.dumps(settings))
     (folder / "timing.json").write_text(json.dumps({"seconds_total": seconds, "seconds_per_round": []}))
     rows = "".join(f"{step}\t{value}\n" for step, value in enumerate(accuracy, start=1))
-    (folder / "plots" / "metrics" / "test_accuracy.tsv").write_text("step\ttest_accuracy\n" + rows)
+    (folder / "test_accuracy.tsv").write_text("step\ttest_accuracy\n" + rows)
     (folder / "forgetting").mkdir()  # may be there; the report ignores it
     return folder
 
