@@ -258,7 +258,7 @@ def forgetting_section(results: dict[str, SeededRun]) -> list[str]:
         )
         worst = probe_stat([r.summary.get("worst_client_accuracy") for r in run.results])
         spread = probe_stat([r.summary.get("client_accuracy_sd") for r in run.results])
-        forgettable = probe_stat([r.summary.get("forgettable_total") for r in run.results], 0)
+        forgettable = probe_stat([r.forgettable_total for r in run.results], 0)
         cost = probe_stat([r.timing.get("probe_fraction_of_probed_rounds") for r in run.results])
         folder = REPORTS_DIR / "runs" / key / f"seed{run.seeds[0]}" / "forgetting"
         figures = (
@@ -304,7 +304,7 @@ def example_events_section(results: dict[str, SeededRun]) -> list[str]:
             events_stat(run, name)
             for name in ("forgetting_events", "forgotten_examples", "unforgettable_examples", "never_learned_examples")
         ]
-        forgettable = probe_stat([r.summary.get("forgettable_total") for r in run.results], 0)
+        forgettable = probe_stat([r.forgettable_total for r in run.results], 0)
         clients = run.results[0].summary.get("example_events", {}).get("clients", "—")
         lines.append(
             f"| {key} | {trained_on(run)} | {run.n} | {clients} | "

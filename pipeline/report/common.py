@@ -301,7 +301,7 @@ def read_seed(folder: Path, run: str, seed: int) -> RunResult | None:
             f"{folder}: its settings.json or metrics.json is missing or holds no results; retrain its "
             f"run (`dvc repro -f train@{run}`) or restore the folder from git"
         )
-    rounds, accuracy = read_tsv_column(curve_path(folder, "test_accuracy"), "test_accuracy")
+    rounds, accuracy = read_curve(folder, "test_accuracy")
     timing = read_json(folder / "timing.json") if (folder / "timing.json").is_file() else {}
     return RunResult(run, seed, settings, metrics, rounds, accuracy, timing, folder)
 
